@@ -1,0 +1,52 @@
+"""A model as hkv sees it: its cache layers plus the numbers the memory budget needs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from hkv.model_specs.cache_options import CacheOptions
+from hkv.model_specs.cache_spec import LayerCacheSpec
+from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything the planner reads from a model; built by `from_hf_config`.
+
+    `cache_layers` is ordered by layer index (attention before mixer within a layer), which is
+    the order vLLM registers layers in and therefore the order grouping sees them.
+    """
+
+    name: str  # catalog short name or the path it was read from
+    model_id: str  # HF id where known
+    model_type: str
+    num_hidden_layers: int
+    cache_layers: tuple[CacheLayer, ...]
+    max_model_len: int
+    hidden_size: int
+    vocab_size: int
+    intermediate_size: int
+    dtype_bytes: int  # weight dtype from the config's torch_dtype / dtype
+    num_params: int  # analytic or exact parameter count
+    weights_bytes_exact: int | None = None  # from safetensors headers when a directory was given
+    verified: bool = True  # False: the config was reconstructed from partial sources
+
+    def cache_specs(self, opts: CacheOptions) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:
+        return tuple((layer, layer.cache_spec(opts)) for layer in self.cache_layers)
+
+    def layer_mix(self) -> dict[str, int]:
+        """Counts per layer kind, e.g. {"sliding": 52, "full": 10}; shared layers as "shared"."""
+        counts: Counter[str] = Counter()
+        for layer in self.cache_layers:
+            if isinstance(layer, AttentionDesc):
+                counts["shared" if layer.kv_shared_with is not None else layer.kind.value] += 1
+            else:
+                counts[layer.variant] += 1
+        return dict(counts)
+
+    @property
+    def weights_bytes(self) -> int:
+        if self.weights_bytes_exact is not None:
+            return self.weights_bytes_exact
+        return self.num_params * self.dtype_bytes
