@@ -1,0 +1,19 @@
+"""Errors the planner raises for bad user input; their messages are shown as one line."""
+
+from __future__ import annotations
+
+
+class PlanError(Exception):
+    """Base of user-facing planner errors (bad input, impossible budgets)."""
+
+
+class InvalidInputError(PlanError, ValueError):
+    """An option or environment variable has a value the planner cannot use."""
+
+
+class DoesNotFitError(PlanError):
+    """The model does not leave any memory for the KV cache on the chosen hardware."""
+
+
+class LayoutUnavailableError(PlanError):
+    """A layout strategy cannot express this model (e.g. vLLM without HMA on a Mamba hybrid)."""

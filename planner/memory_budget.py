@@ -1,0 +1,90 @@
+"""The KV cache budget of one rank: GPU total x utilization - weights - runtime overhead.
+
+vLLM measures the non-KV memory with a profiling run; a planner cannot, so the overhead here is
+an estimate (documented in the README) unless `--available-kv-memory` gives the budget exactly:
+
+    activation  = max_num_batched_tokens x (4 x hidden + 2 x intermediate / TP) x dtype bytes
+                  + min(max_num_batched_tokens, max_num_seqs) x vocab x 4      (fp32 logits)
+    cudagraphs  = 0.5 GiB     (vLLM's cudagraph memory estimate is typically 0.2-1 GiB)
+    non-torch   = 0.4 GiB     (CUDA context, NCCL, allocator slack; vLLM logs 0.3-0.4 GiB)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.errors import DoesNotFitError, InvalidInputError
+from hkv.planner.gpus import GIB, default_max_num_batched_tokens, get_gpu
+from hkv.planner.plan_config import PlanConfig, dtype_bytes
+from hkv.planner.sizes import format_gib
+
+CUDAGRAPH_BYTES = GIB // 2
+NON_TORCH_BYTES = int(0.4 * GIB)
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """Bytes per rank. `exact` is True when the user gave the KV budget directly."""
+
+    device: str
+    total_bytes: int
+    gpu_memory_utilization: float
+    weights_bytes: int
+    activation_bytes: int
+    cudagraph_bytes: int
+    non_torch_bytes: int
+    available_bytes: int
+    max_num_batched_tokens: int
+    exact: bool
+
+    @property
+    def requested_bytes(self) -> int:
+        return ceil(self.total_bytes * self.gpu_memory_utilization)
+
+
+def resolve_max_num_batched_tokens(cfg: PlanConfig) -> int:
+    if cfg.max_num_batched_tokens is not None:
+        return cfg.max_num_batched_tokens
+    if cfg.gpu_memory_bytes is not None:
+        return default_max_num_batched_tokens(cfg.gpu_memory_bytes, is_a100=False)
+    if cfg.gpu is None:
+        return default_max_num_batched_tokens(0, is_a100=False)
+    gpu = get_gpu(cfg.gpu)
+    return default_max_num_batched_tokens(gpu.total_bytes, gpu.is_a100)
+
+
+def compute_memory_budget(model: ModelSpec, cfg: PlanConfig) -> MemoryBudget:
+    """Raises DoesNotFitError when weights and overhead leave nothing for the KV cache."""
+    mnbt = resolve_max_num_batched_tokens(cfg)
+    if cfg.gpu_memory_bytes is not None:
+        device, total = "custom", cfg.gpu_memory_bytes
+    elif cfg.gpu is not None:
+        gpu = get_gpu(cfg.gpu)
+        device, total = gpu.name, gpu.total_bytes
+    elif cfg.available_kv_memory_bytes is None:
+        raise InvalidInputError("give --gpu NAME, --gpu-memory SIZE or --available-kv-memory SIZE")
+    else:
+        device, total = "custom", 0
+    ranks = cfg.tp * cfg.pp
+    weight_dtype = dtype_bytes("--dtype", cfg.dtype)
+    weights = model.weights_bytes if weight_dtype is None else model.num_params * weight_dtype
+    weights_per_rank = ceil(weights / ranks)
+    act_dtype = weight_dtype or model.dtype_bytes
+    activation = (mnbt * (4 * model.hidden_size + 2 * model.intermediate_size // cfg.tp) * act_dtype
+                  + min(mnbt, cfg.max_num_seqs) * model.vocab_size * 4)
+    if cfg.available_kv_memory_bytes is not None:
+        return MemoryBudget(device, total, cfg.gpu_memory_utilization, weights_per_rank, activation,
+                            CUDAGRAPH_BYTES, NON_TORCH_BYTES, cfg.available_kv_memory_bytes, mnbt, True)
+    requested = ceil(total * cfg.gpu_memory_utilization)
+    available = requested - weights_per_rank - activation - CUDAGRAPH_BYTES - NON_TORCH_BYTES
+    if available <= 0:
+        raise DoesNotFitError(
+            f"{model.name} needs {format_gib(weights_per_rank)} of weights per GPU plus about "
+            f"{format_gib(activation + CUDAGRAPH_BYTES + NON_TORCH_BYTES)} of runtime overhead, more than "
+            f"{format_gib(requested)} ({cfg.gpu_memory_utilization:g} x {format_gib(total)} on {device}); "
+            f"raise --tp/--pp, use a larger GPU or pass --available-kv-memory"
+        )
+    return MemoryBudget(device, total, cfg.gpu_memory_utilization, weights_per_rank, activation,
+                        CUDAGRAPH_BYTES, NON_TORCH_BYTES, available, mnbt, False)

@@ -1,0 +1,102 @@
+"""Every option of a plan, in one frozen config; each default lives here and only here."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+from hkv.model_specs.cache_options import CacheOptions
+from hkv.planner.errors import InvalidInputError
+
+LAYOUT_NAMES = ("hkv", "vllm", "vllm-no-hybrid", "partitioned")
+EXPECTED_AVG_ENV = "EXPECTED_AVERAGE_SEQ_LENGTH"
+
+_DTYPE_BYTES = {"auto": None, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
+                "float32": 4, "fp32": 4, "float": 4, "fp8": 1, "float8": 1}
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    gpu: str | None = "h100"
+    gpu_memory_bytes: int | None = None  # overrides the GPU table's total
+    gpu_memory_utilization: float = 0.9
+    available_kv_memory_bytes: int | None = None  # exact KV budget per rank (vLLM kv_cache_memory_bytes)
+    tp: int = 1
+    pp: int = 1
+    dtype: str = "auto"  # weights
+    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
+    mamba_ssm_dtype: str = "auto"
+    block_size: int = 16
+    max_model_len: int | None = None  # None: the model's own
+    max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU class
+    max_num_seqs: int = 256
+    vllm_log: Literal["current", "legacy"] = "current"
+    expected_avg_seq_len: int | None = None  # partitioned split; None: env var, else max_model_len
+    concurrency: int = 1
+    enable_prefix_caching: bool = True
+    primary_layout: str = "hkv"
+
+    def __post_init__(self) -> None:
+        _positive("--tp", self.tp)
+        _positive("--pp", self.pp)
+        _positive("--block-size", self.block_size)
+        _positive("--max-num-seqs", self.max_num_seqs)
+        _positive("--concurrency", self.concurrency)
+        for option, value in (("--max-model-len", self.max_model_len),
+                              ("--max-num-batched-tokens", self.max_num_batched_tokens),
+                              ("--expected-avg-seq-len", self.expected_avg_seq_len)):
+            if value is not None:
+                _positive(option, value)
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise InvalidInputError(
+                f"--gpu-memory-utilization must be in (0, 1], got {self.gpu_memory_utilization}"
+            )
+        if self.vllm_log not in ("current", "legacy"):
+            raise InvalidInputError(f"--vllm-log must be current or legacy, got {self.vllm_log!r}")
+        if self.kv_cache_dtype not in ("auto", "fp8"):
+            raise InvalidInputError(f"--kv-cache-dtype must be auto or fp8, got {self.kv_cache_dtype!r}")
+        if self.primary_layout not in LAYOUT_NAMES:
+            raise InvalidInputError(
+                f"--layout must be one of {', '.join(LAYOUT_NAMES)}, got {self.primary_layout!r}"
+            )
+        dtype_bytes("--dtype", self.dtype)
+        dtype_bytes("--mamba-ssm-dtype", self.mamba_ssm_dtype)
+
+    def cache_options(self, model_dtype_bytes: int) -> CacheOptions:
+        weights = dtype_bytes("--dtype", self.dtype) or model_dtype_bytes
+        kv = 1 if self.kv_cache_dtype == "fp8" else weights
+        ssm = dtype_bytes("--mamba-ssm-dtype", self.mamba_ssm_dtype)
+        return CacheOptions(tp=self.tp, kv_dtype_bytes=kv, conv_dtype_bytes=None if self.dtype == "auto"
+                            else weights, ssm_dtype_bytes=ssm)
+
+
+def dtype_bytes(option: str, name: str) -> int | None:
+    """Element size of a dtype name; None for "auto". InvalidInputError names the option."""
+    key = name.strip().lower()
+    if key not in _DTYPE_BYTES:
+        raise InvalidInputError(
+            f"{option} must be one of auto, bfloat16, float16, float32, fp8; got {name!r}"
+        )
+    return _DTYPE_BYTES[key]
+
+
+def _positive(option: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidInputError(f"{option} must be a positive integer, got {value!r}")
+
+
+def parse_positive_int(text: str, *, name: str) -> int:
+    """A strict positive integer from text ("12"); "abc", "0", "-3", "1.5", "" raise naming `name`."""
+    stripped = text.strip()
+    if not stripped.isdigit() or int(stripped) <= 0:
+        raise InvalidInputError(f"{name} must be a positive integer (tokens), got {text!r}")
+    return int(stripped)
+
+
+def expected_avg_seq_len_from_env(environ: dict[str, str] | None = None) -> int | None:
+    """EXPECTED_AVERAGE_SEQ_LENGTH if set (validated), else None."""
+    env = os.environ if environ is None else environ
+    if EXPECTED_AVG_ENV not in env:
+        return None
+    return parse_positive_int(env[EXPECTED_AVG_ENV], name=EXPECTED_AVG_ENV)

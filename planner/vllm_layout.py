@@ -1,0 +1,137 @@
+"""vLLM's hybrid KV cache manager layout, reproduced (v0.32/0.33 `get_kv_cache_groups`).
+
+Steps: optional promotion of local layers to full (HMA disabled), Mamba page alignment (the
+attention block grows until one attention page holds a Mamba state), page-size unification,
+bucketing by spec, group size = min layer count (max if max < 1.5 min), strided split, and
+num_blocks = available // bytes per block of the largest group.
+"""
+
+from __future__ import annotations
+
+from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
+from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.errors import LayoutUnavailableError
+from hkv.planner.layout import Layout, cdiv
+from hkv.planner.memory_budget import MemoryBudget
+from hkv.planner.paged_layer import (
+    PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, split_strided,
+    unify_page_sizes,
+)
+from hkv.planner.plan_config import PlanConfig
+from hkv.planner.pool_sizing import size_pool, to_kv_groups
+
+_MIN_KERNEL_BLOCK = 16  # FlashAttention's MultipleOf(16)
+_MLA_MIN_BLOCK = 128
+
+
+def vllm_group_size(counts: list[int]) -> int:
+    """min layer count per bucket, or the max when max < 1.5 x min (PR #29303)."""
+    smallest, largest = min(counts), max(counts)
+    return largest if largest < 1.5 * smallest else smallest
+
+
+def in_flight_tokens(cfg: PlanConfig, max_num_batched_tokens: int) -> int:
+    """T: current vLLM = max_concurrent_batches x mnbt (async: 2 at pp 1, else pp); legacy = mnbt."""
+    if cfg.vllm_log == "legacy":
+        return max_num_batched_tokens
+    return (2 if cfg.pp == 1 else cfg.pp) * max_num_batched_tokens
+
+
+def mamba_state_blocks(cfg: PlanConfig) -> int:
+    """State blocks a request holds: align mode 2 live (+1 prefill checkpoint in current vLLM)."""
+    if not cfg.enable_prefix_caching:
+        return 1
+    return 2 if cfg.vllm_log == "legacy" else 3
+
+
+def align_attention_block(attn_bytes_per_token: int, mamba_page: int, block_size: int,
+                          is_mla: bool) -> int:
+    """Attention block size raised so one attention page covers one Mamba state (>= block_size)."""
+    k = max(_MIN_KERNEL_BLOCK, block_size)
+    if is_mla:
+        k = max(k, _MLA_MIN_BLOCK)
+    aligned = k * cdiv(mamba_page, k * attn_bytes_per_token)
+    aligned = cdiv(aligned, _MIN_KERNEL_BLOCK) * _MIN_KERNEL_BLOCK
+    return max(block_size, aligned)
+
+
+def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *,
+                      hybrid: bool = True) -> Layout:
+    """Raises LayoutUnavailableError where vLLM would refuse (no HMA with recurrent layers)."""
+    opts = cfg.cache_options(model.dtype_bytes)
+    entries = owned_cache_layers(model, opts)
+    max_len = cfg.max_model_len or model.max_model_len
+    name = "vllm" if hybrid else "vllm-no-hybrid"
+    notes: list[str] = []
+    kinds = {spec.kind for _, spec in entries}
+    has_state = CacheKind.RECURRENT in kinds
+    if not hybrid and has_state:
+        raise LayoutUnavailableError("vLLM requires the hybrid KV cache manager for recurrent layers")
+    promote = not hybrid and CacheKind.FULL in kinds and bool(kinds & {CacheKind.SLIDING, CacheKind.CHUNKED})
+
+    block_size = cfg.block_size
+    attn_specs = [s for _, s in entries if isinstance(s, AttentionCacheSpec)]
+    state_specs = [s for _, s in entries if isinstance(s, StateCacheSpec)]
+    state_page: int | None = None
+    if state_specs:
+        mamba_page = max(s.state_bytes for s in state_specs)
+        state_page = mamba_page
+        if attn_specs:
+            first = attn_specs[0]
+            attn_tok = first.bytes_per_token
+            block_size = align_attention_block(attn_tok, mamba_page, block_size, first.is_mla)
+            if block_size != cfg.block_size:
+                notes.append(f"Setting attention block size to {block_size} tokens to ensure that "
+                             f"attention page size is >= mamba page size.")
+            state_page = block_size * attn_tok
+            if state_page != mamba_page:
+                notes.append(f"Padding mamba page size by {(state_page / mamba_page - 1) * 100:.2f}% "
+                             f"to ensure that mamba page size and attention page size are exactly equal.")
+
+    layers = attention_page_layers(entries, block_size, promote_local=promote)
+    state_block_size = block_size if cfg.enable_prefix_caching else max_len
+    for layer, spec in entries:
+        if isinstance(spec, StateCacheSpec):
+            assert state_page is not None
+            layers.append(PagedLayer(layer.name, layer.layer_idx, spec, state_block_size, state_page))
+    # vLLM registers layers in module order: sort by layer index, attention before mixer.
+    order = {layer.name: i for i, (layer, _) in enumerate(entries)}
+    layers.sort(key=lambda pl: order[pl.name])
+
+    groups = _group(layers, notes)
+    pool = size_pool(0, "shared", groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)
+    kv_groups = to_kv_groups(groups, 0, mamba_state_blocks(cfg))
+    return Layout(name, tuple(kv_groups), (pool,) if kv_groups else (), max_len,
+                  in_flight_tokens(cfg, budget.max_num_batched_tokens), budget.available_bytes,
+                  tuple(notes))
+
+
+def _group(layers: list[PagedLayer], notes: list[str]) -> list[list[PagedLayer]]:
+    if not layers:
+        return []
+    first = layers[0]
+    if all(layer.bucket_key == first.bucket_key for layer in layers):
+        return [layers]
+    if _uniform_type(layers):
+        return [layers]
+    buckets = bucket_by_spec(unify_page_sizes(layers))
+    group_size = vllm_group_size([len(b) for b in buckets])
+    groups = []
+    for bucket in buckets:
+        if len(bucket) % group_size:
+            pad = group_size - len(bucket) % group_size
+            notes.append(f"Add {pad} padding layers, may waste at most "
+                         f"{pad / len(bucket) * 100:.2f}% KV cache memory")
+        groups.extend(split_strided(bucket, group_size))
+    return groups
+
+
+def _uniform_type(layers: list[PagedLayer]) -> bool:
+    """vLLM UniformTypeKVCacheSpecs: one kind, one window/chunk, one block size (pages may differ)."""
+    def type_key(layer: PagedLayer) -> tuple[object, ...]:
+        spec = layer.spec
+        if isinstance(spec, AttentionCacheSpec):
+            return (spec.kind, spec.window_len, spec.chunk_len, spec.is_mla, layer.block_size)
+        return (spec.kind, layer.block_size)
+    return len({type_key(layer) for layer in layers}) == 1
+
