@@ -1,9 +1,9 @@
 """Separate pools per cache kind, sized so they run out together at one sequence length.
 
-Pool p needs c_p = blocks_per_request_p(N) x bytes_per_block_p per request of N tokens; it gets
-budget x c_p / sum(c) bytes. With N = max_model_len the pools admit the same number of
-max-length requests, which maximizes concurrency at that length; a shorter expected N gives the
-state pool a larger share (many short requests need many states but few tokens each).
+Pool p needs c_p = blocks_per_request_p(N) x bytes_per_block_p per request of N tokens. With
+N = max_model_len the pools admit the same number of max-length requests, which maximizes
+concurrency at that length; a shorter expected N gives the local and state pools a larger share
+(many short requests need many states and windows but few global tokens each).
 """
 
 from __future__ import annotations
@@ -38,20 +38,30 @@ def one_group_per_bucket(layers: list[PagedLayer]) -> list[list[PagedLayer]]:
 def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], budget_bytes: int,
                       split_len: int, in_flight_tokens: int, num_hidden_layers: int,
                       pp: int) -> tuple[list[KVCacheGroup], list[Pool]]:
-    """Pools (in the given order) sharing `budget_bytes` in proportion to their demand at split_len."""
-    demands = []
+    """Pools (in the given order) sharing `budget_bytes`, balanced at `split_len` tokens.
+
+    Every pool first gets its null block and the blocks of n requests of split_len tokens, n as
+    large as the budget allows; the remainder goes to the attention pools in proportion to their
+    demand (extra state blocks would only serve shorter requests than planned for).
+    """
     staged = []
     for pool_id, (kind, groups) in enumerate(pool_groups):
         kv_groups = to_kv_groups(groups, pool_id, HKV_STATE_BLOCKS)
         bytes_per_block = max(bytes_per_block_by_stage(groups, num_hidden_layers, pp))
         blocks = sum(g.blocks_per_request(split_len, in_flight_tokens) for g in kv_groups)
-        demands.append(blocks * bytes_per_block)
-        staged.append((pool_id, kind, groups, kv_groups))
-    total_demand = sum(demands)
+        staged.append((pool_id, kind, groups, kv_groups, bytes_per_block, blocks))
+    null_bytes = sum(bpb for *_, bpb, _ in staged)
+    demand = sum(bpb * blocks for *_, bpb, blocks in staged)
+    num_requests = max(0, budget_bytes - null_bytes) // demand if demand else 0
+    shares = [(num_requests * blocks + 1) * bpb for *_, bpb, blocks in staged]
+    leftover = budget_bytes - sum(shares)
+    growable = [i for i, st in enumerate(staged) if st[1] != "recurrent"] or list(range(len(staged)))
+    growable_demand = sum(staged[i][4] * staged[i][5] for i in growable)
+    for i in growable:
+        shares[i] += leftover * staged[i][4] * staged[i][5] // growable_demand if growable_demand else 0
     all_groups: list[KVCacheGroup] = []
     pools: list[Pool] = []
-    for (pool_id, kind, groups, kv_groups), demand in zip(staged, demands):
-        share = budget_bytes * demand // total_demand if total_demand else 0
+    for (pool_id, kind, groups, kv_groups, _, _), share in zip(staged, shares):
         pools.append(size_pool(pool_id, kind, groups, share, num_hidden_layers, pp))
         all_groups.extend(kv_groups)
     return all_groups, pools
