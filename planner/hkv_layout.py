@@ -72,11 +72,11 @@ def build_hkv_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) ->
         pool = size_pool(0, "shared", attn_groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)
         groups: list[KVCacheGroup] = to_kv_groups(attn_groups, 0, None)
         return Layout("hkv", tuple(groups), (pool,) if groups else (), max_len, t,
-                      budget.available_bytes, ())
+                      budget.available_bytes, (), pp_size=cfg.pp)
     split_len = cfg.expected_avg_seq_len or max_len
     pool_groups = ([("attention", attn_groups)] if attn_groups else []) + [
         ("recurrent", one_group_per_bucket(states))]
     groups, pools = build_split_pools(pool_groups, budget.available_bytes, split_len, t,
                                       model.num_hidden_layers, cfg.pp)
     notes.append(f"state pool sized for requests of {split_len:,} tokens")
-    return Layout("hkv", tuple(groups), tuple(pools), max_len, t, budget.available_bytes, tuple(notes))
+    return Layout("hkv", tuple(groups), tuple(pools), max_len, t, budget.available_bytes, tuple(notes), pp_size=cfg.pp)

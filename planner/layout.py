@@ -112,6 +112,7 @@ class Layout:
     in_flight_tokens: int  # T: tokens a request may have scheduled beyond what is processed
     available_bytes: int  # KV budget of the rank the layout was sized for
     notes: tuple[str, ...] = ()
+    pp_size: int = 1  # pipeline stages; pools are sized for the tightest stage's share of layers
 
     def groups_of(self, pool_id: int) -> tuple[KVCacheGroup, ...]:
         return tuple(g for g in self.groups if g.pool_id == pool_id)
@@ -188,8 +189,9 @@ class Layout:
         for g in self.groups:
             assert g.pool_id in pool_ids
             pool = next(p for p in self.pools if p.pool_id == g.pool_id)
-            assert g.num_layers <= pool.num_slots
-            assert g.num_layers * g.page_size_bytes <= pool.bytes_per_block
+            if self.pp_size == 1:
+                assert g.num_layers <= pool.num_slots
+                assert g.num_layers * g.page_size_bytes <= pool.bytes_per_block
         for p in self.pools:
             assert p.num_blocks >= 0 and p.bytes_per_block > 0
 

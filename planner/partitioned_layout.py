@@ -37,4 +37,5 @@ def build_partitioned_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBu
                                       model.num_hidden_layers, cfg.pp)
     notes = (f"pools split for requests of {split_len:,} tokens "
              f"({'expected average' if cfg.expected_avg_seq_len else 'max_model_len'})",)
-    return Layout("partitioned", tuple(groups), tuple(pools), max_len, t, budget.available_bytes, notes)
+    return Layout("partitioned", tuple(groups), tuple(pools), max_len, t, budget.available_bytes, notes,
+                  pp_size=cfg.pp)

@@ -103,7 +103,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
     kv_groups = to_kv_groups(groups, 0, mamba_state_blocks(cfg))
     return Layout(name, tuple(kv_groups), (pool,) if kv_groups else (), max_len,
                   in_flight_tokens(cfg, budget.max_num_batched_tokens), budget.available_bytes,
-                  tuple(notes))
+                  tuple(notes), pp_size=cfg.pp)
 
 
 def _group(layers: list[PagedLayer], notes: list[str]) -> list[list[PagedLayer]]:

@@ -1,0 +1,28 @@
+"""The `hkv` command: wires the subcommands together; each lives in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from hkv.cli.gpus_command import gpus_command
+from hkv.cli.models_command import models_command
+from hkv.cli.plan_command import plan_command
+
+app = typer.Typer(
+    name="hkv",
+    help="Plan, simulate and run the KV cache of hybrid-attention LLMs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command("plan")(plan_command)
+app.command("models")(models_command)
+app.command("gpus")(gpus_command)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""The output layer: rich for people on stdout, plain JSON on stdout for pipelines, notes on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Any
+
+from rich.console import Console
+
+
+class OutputFormat(str, Enum):
+    human = "human"
+    json = "json"
+
+
+def stdout_console() -> Console:
+    return Console(highlight=False)
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def write_json(payload: dict[str, Any]) -> None:
+    """One JSON object on stdout; NaN/inf become null so strict parsers accept it."""
+    sys.stdout.write(json.dumps(_finite(payload), indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def note(message: str) -> None:
+    print(f"hkv: {message}", file=sys.stderr)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

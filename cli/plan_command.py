@@ -1,0 +1,49 @@
+"""`hkv plan MODEL`: parse -> planner.plan -> render."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from hkv.cli.errors import handles_errors
+from hkv.cli.output import OutputFormat, stdout_console, write_json
+from hkv.cli.plan_options import (
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ConcurrencyOpt, DtypeOpt, GpuMemoryOpt, GpuOpt,
+    KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, PpOpt, SsmDtypeOpt, TpOpt,
+    UtilOpt, VllmLogOpt, build_plan_config,
+)
+from hkv.cli.render_plan import render_plan
+from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.plan import plan
+from hkv.planner.plan_json import plan_to_dict
+
+ModelArg = Annotated[str, typer.Argument(help="catalog name (gemma-3-27b), HF id, model directory or config.json")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
+
+
+@handles_errors
+def plan_command(
+    model: ModelArg,
+    gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, utilization: UtilOpt = None,
+    available_kv_memory: AvailableOpt = None, tp: TpOpt = None, pp: PpOpt = None,
+    dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
+    block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
+    max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None,
+    vllm_log: VllmLogOpt = None, expected_avg_seq_len: AvgLenOpt = None,
+    concurrency: ConcurrencyOpt = None, no_prefix_caching: NoPrefixOpt = False,
+    layout: LayoutOpt = None, output_format: FormatOpt = OutputFormat.human,
+) -> None:
+    """Derive KV cache groups, pages and pool sizes for every layout and predict capacity.
+
+    Examples: hkv plan gemma-3-27b --gpu h100 ; hkv plan gpt-oss-120b --gpu h200 --max-model-len 32768
+    --format json ; hkv plan ./my-model --available-kv-memory 20GiB --layout vllm
+    """
+    options = dict(locals())
+    del options["model"], options["output_format"]
+    cfg = build_plan_config(**options)
+    result = plan(load_model_spec(model), cfg)
+    if output_format is OutputFormat.json:
+        write_json(plan_to_dict(result))
+    else:
+        render_plan(result, stdout_console())

@@ -1,0 +1,98 @@
+"""Rich rendering of a Plan: model, budget, layouts side by side, the primary layout's groups."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from hkv.planner.layout import Layout
+from hkv.planner.plan import Plan
+from hkv.planner.sizes import format_bytes, format_gib
+
+
+def describe_groups(layout: Layout) -> str:
+    """Compact group summary, e.g. "6 sliding (9,9,9,9,8,8) + 1 full (10)"."""
+    parts = []
+    for kind, members in groupby(layout.groups, key=lambda g: (g.kind.value, g.pool_id)):
+        sizes = [g.num_layers for g in members]
+        parts.append(f"{len(sizes)} {kind[0]} ({','.join(map(str, sizes))})")
+    return " + ".join(parts) if parts else "none"
+
+
+def render_plan(plan: Plan, console: Console) -> None:
+    model, budget, cfg = plan.model, plan.budget, plan.config
+    mix = ", ".join(f"{n} {k}" for k, n in model.layer_mix().items())
+    flag = "" if model.verified else "  [yellow](unverified config)[/yellow]"
+    console.print(Panel.fit(
+        f"[bold]{model.name}[/bold]  {model.model_id}  ({model.model_type}){flag}\n"
+        f"{model.num_hidden_layers} layers: {mix}\n"
+        f"max_model_len {cfg.max_model_len or model.max_model_len:,}  |  "
+        f"{model.num_params / 1e9:.2f} B params, weights {format_gib(model.weights_bytes)}"
+        f"{' (exact, safetensors)' if model.weights_bytes_exact is not None else ''}",
+        title="model"))
+
+    table = Table(title="memory budget per GPU", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    if budget.exact:
+        table.add_row("available KV memory (given)", format_gib(budget.available_bytes))
+    else:
+        table.add_row(f"{budget.device} total x {budget.gpu_memory_utilization:g}",
+                      f"{format_gib(budget.total_bytes)} x {budget.gpu_memory_utilization:g} = "
+                      f"{format_gib(budget.requested_bytes)}")
+        table.add_row(f"weights / (tp {cfg.tp} x pp {cfg.pp})", f"- {format_gib(budget.weights_bytes)}")
+        table.add_row("activations (estimate)", f"- {format_gib(budget.activation_bytes)}")
+        table.add_row("cudagraphs + non-torch (estimate)",
+                      f"- {format_gib(budget.cudagraph_bytes + budget.non_torch_bytes)}")
+        table.add_row("available KV memory", f"[bold]{format_gib(budget.available_bytes)}[/bold]")
+    table.add_row("max_num_batched_tokens", f"{budget.max_num_batched_tokens:,}")
+    console.print(table)
+
+    names = list(plan.reports)
+    cmp = Table(title=f"layouts at {plan.primary.capacity.max_model_len:,} tokens per request")
+    cmp.add_column("")
+    for name in names:
+        style = "bold green" if name == cfg.primary_layout else ""
+        cmp.add_column(name + (" *" if name == cfg.primary_layout else ""), justify="right", style=style)
+    rows = [
+        ("groups", lambda r: describe_groups(r.layout)),
+        ("block size (tokens)", lambda r: "/".join(sorted({str(g.block_size) for g in r.layout.groups}, key=int))),
+        ("bytes per block", lambda r: " + ".join(format_bytes(p.bytes_per_block) for p in r.layout.pools)),
+        ("blocks", lambda r: " + ".join(f"{p.num_blocks:,}" for p in r.layout.pools)),
+        ("padding slots", lambda r: str(r.layout.padding_slots())),
+        ("waste", lambda r: f"{r.waste_fraction:.1%}"),
+        ("blocks per request", lambda r: f"{r.capacity.blocks_per_request:,}"),
+        ("max concurrency", lambda r: f"{r.capacity.max_concurrency:.2f}x"),
+        ("requests that fit", lambda r: f"{r.capacity.max_num_requests:,}"),
+        ("KV cache tokens", lambda r: f"{r.capacity.kv_cache_tokens:,}"),
+        ("max context, 1 request", lambda r: f"{r.capacity.max_context_len:,}"),
+    ]
+    if cfg.concurrency > 1:
+        rows.append((f"max context, {cfg.concurrency} requests",
+                     lambda r: f"{r.capacity.max_context_len_at_concurrency:,}"))
+    for label, cell in rows:
+        cmp.add_row(label, *(cell(plan.reports[n]) for n in names))
+    console.print(cmp)
+
+    primary = plan.primary.layout
+    groups = Table(title=f"{primary.name} groups")
+    for col in ("#", "kind", "layers", "pool", "block size", "page", "blocks/request"):
+        groups.add_column(col, justify="right" if col not in ("kind", "layers") else "left")
+    for i, g in enumerate(primary.groups):
+        layers = ",".join(map(str, g.layer_ids))
+        groups.add_row(str(i), g.kind.value, layers if len(layers) < 48 else layers[:45] + "...",
+                       str(g.pool_id), str(g.block_size), format_bytes(g.page_size_bytes),
+                       f"{g.blocks_per_request(primary.max_model_len, primary.in_flight_tokens):,}")
+    console.print(groups)
+    for name, report in plan.reports.items():
+        for line in report.layout.notes:
+            console.print(f"[dim]{name}: {line}[/dim]")
+        for line in report.log_lines:
+            console.print(f"[dim]{name} log: {line}[/dim]")
+    for name, why in plan.skipped.items():
+        console.print(f"[dim]{name}: not applicable ({why})[/dim]")
+    if not budget.exact:
+        console.print("[dim]overheads are estimates; pass --available-kv-memory for an exact budget[/dim]")

@@ -1,0 +1,72 @@
+"""Plan -> plain JSON-safe dict (`hkv plan --format json`); bump SCHEMA_VERSION on breaking changes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from hkv.model_specs.cache_spec import AttentionCacheSpec
+from hkv.planner.layout import KVCacheGroup, Layout
+from hkv.planner.plan import LayoutReport, Plan
+
+SCHEMA_VERSION = 1
+
+
+def group_to_dict(group: KVCacheGroup, layout: Layout) -> dict[str, Any]:
+    spec = group.spec
+    return {
+        "kind": group.kind.value,
+        "layers": list(group.layer_ids),
+        "layer_names": list(group.layer_names),
+        "num_layers": group.num_layers,
+        "block_size": group.block_size,
+        "page_size_bytes": group.page_size_bytes,
+        "pool_id": group.pool_id,
+        "window_len": spec.window_len if isinstance(spec, AttentionCacheSpec) else None,
+        "chunk_len": spec.chunk_len if isinstance(spec, AttentionCacheSpec) else None,
+        "blocks_per_request": group.blocks_per_request(layout.max_model_len, layout.in_flight_tokens),
+    }
+
+
+def layout_to_dict(report: LayoutReport) -> dict[str, Any]:
+    layout = report.layout
+    pools = layout.pools
+    return {
+        "num_blocks": sum(p.num_blocks for p in pools),
+        "block_size": min((g.block_size for g in layout.groups), default=0),
+        "bytes_per_block": max((p.bytes_per_block for p in pools), default=0),
+        "padding_layers": layout.padding_slots(),
+        "waste_fraction": report.waste_fraction,
+        "ideal_bytes_per_request": report.ideal_bytes_per_request,
+        "in_flight_tokens": layout.in_flight_tokens,
+        "available_bytes": layout.available_bytes,
+        "pools": [asdict(p) for p in pools],
+        "groups": [group_to_dict(g, layout) for g in layout.groups],
+        "capacity": asdict(report.capacity),
+        "notes": list(layout.notes),
+        "log_lines": list(report.log_lines),
+    }
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    model = plan.model
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": {
+            "name": model.name,
+            "model_id": model.model_id,
+            "model_type": model.model_type,
+            "verified": model.verified,
+            "num_hidden_layers": model.num_hidden_layers,
+            "layer_mix": model.layer_mix(),
+            "max_model_len": model.max_model_len,
+            "num_params": model.num_params,
+            "weights_bytes": model.weights_bytes,
+            "weights_exact": model.weights_bytes_exact is not None,
+        },
+        "config": asdict(plan.config),
+        "budget": {**asdict(plan.budget), "requested_bytes": plan.budget.requested_bytes},
+        "primary_layout": plan.config.primary_layout,
+        "layouts": {name: layout_to_dict(report) for name, report in plan.reports.items()},
+        "skipped_layouts": dict(plan.skipped),
+    }

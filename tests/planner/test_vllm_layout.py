@@ -1,0 +1,148 @@
+"""vLLM layout against the worked examples of the design (shared/reference/vllm-hybrid-kv.md 1.6, 2.3).
+
+Every expected number is computed by hand in the comment next to it.
+"""
+
+import pytest
+from toy_models import (
+    CHUNKED, FULL, SLIDING, attention_model, gemma3_27b, gpt_oss_120b, granite4_like, llama4_scout,
+    nemotron_h_8b_like,
+)
+
+from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.errors import LayoutUnavailableError
+from hkv.planner.plan import build_layout
+from hkv.planner.memory_budget import compute_memory_budget
+from hkv.planner.plan_config import PlanConfig
+
+GIB = 2**30
+
+
+def vllm_layout(model, **cfg):
+    cfg = PlanConfig(**{"available_kv_memory_bytes": 10 * GIB, "max_num_batched_tokens": 8192, **cfg})
+    return build_layout("vllm", model, cfg, compute_memory_budget(model, cfg))
+
+
+def test_gemma3_27b_groups_padding_and_blocks():
+    layout = vllm_layout(gemma3_27b())
+    sizes = [(g.kind, g.num_layers) for g in layout.groups]
+    # 52 sliding split by group_size 10 -> 6 groups [9,9,9,9,8,8] (layer 0 is sliding: first), then full x10.
+    assert sizes == [(SLIDING, 9)] * 4 + [(SLIDING, 8)] * 2 + [(FULL, 10)]
+    assert layout.padding_slots() == 8
+    assert "Add 8 padding layers, may waste at most 15.38% KV cache memory" in layout.notes
+    # page = 16 tokens x 16 heads x (128+128) x 2 B = 131,072; bytes/block = 10 x 131,072.
+    assert {g.page_size_bytes for g in layout.groups} == {131_072}
+    assert layout.pools[0].bytes_per_block == 1_310_720
+    assert layout.pools[0].num_blocks == 10 * GIB // 1_310_720 == 8192
+    # strided assignment: group 0 = sliding layers [0::6] of the sliding list.
+    sliding_ids = [i for i in range(62) if (i + 1) % 6]
+    assert layout.groups[0].layer_ids == tuple(sliding_ids[0::6])
+
+
+def test_gemma3_blocks_per_request_at_128k():
+    layout = vllm_layout(gemma3_27b())
+    # T = 2 x 8192; full: 131072/16 = 8192; sliding: cdiv(1023 + 16384, 16) + 1 = 1088 + 1 = 1089.
+    assert layout.blocks_per_request(131072) == (1089,) * 6 + (8192,)
+    assert sum(layout.blocks_per_request(131072)) == 14_726
+    assert layout.max_concurrency(131072) == pytest.approx(8192 / 14726)
+    # the null block is not grantable: (8192 - 1) // 14726 = 0.
+    assert layout.max_num_requests(131072) == 0
+
+
+def test_gpt_oss_120b():
+    layout = vllm_layout(gpt_oss_120b())
+    assert [(g.kind, g.num_layers) for g in layout.groups] == [(SLIDING, 18), (FULL, 18)]
+    # page = 16 x 8 x 128 x 2 = 32,768; bytes/block = 18 x 32,768 = 589,824
+    assert layout.pools[0].bytes_per_block == 589_824
+    # full 8192 + sliding cdiv(127 + 16384, 16) + 1 = 1032 + 1
+    assert layout.blocks_per_request(131072) == (1033, 8192)
+
+
+def test_llama4_scout_tp8_chunked():
+    layout = vllm_layout(llama4_scout(), tp=8, max_model_len=1_048_576)
+    assert [(g.kind, g.num_layers) for g in layout.groups] == [(CHUNKED, 12)] * 3 + [(FULL, 12)]
+    # 1 KV head per rank: 16 x 1 x 256 x 2 = 8,192 per page; 12 layers -> 98,304 per block.
+    assert layout.pools[0].bytes_per_block == 98_304
+    # full 1,048,576/16 = 65,536; chunked cdiv(8192 + 16384, 16) = 1,536 each -> 70,144.
+    assert sum(layout.blocks_per_request(1_048_576)) == 70_144
+
+
+@pytest.mark.parametrize("model, block_size, page, bytes_per_block, state_note", [
+    # Granite-4/Bamba: state (3 x 8448 + 128 x 64 x 128) x 2 = 2,147,840 B; attention 4,096 B/token;
+    # 16 x cdiv(2,147,840, 16 x 4,096) = 16 x 33 = 528; page 528 x 4,096 = 2,162,688 (+0.69 %).
+    (granite4_like(), 528, 2_162_688, 4 * 2_162_688, "Padding mamba page size by 0.69%"),
+    # Nemotron-H-8B: conv 3 x (8192 + 2 x 8 x 128) x 2 = 61,440 + ssm 128 x 64 x 128 x 4 = 4,194,304
+    # = 4,255,744; 16 x cdiv(4,255,744, 65,536) = 16 x 65 = 1040; page 4,259,840 (+0.10 %).
+    (nemotron_h_8b_like(), 1040, 4_259_840, 4 * 4_259_840, "Padding mamba page size by 0.10%"),
+])
+def test_mamba_alignment(model, block_size, page, bytes_per_block, state_note):
+    layout = vllm_layout(model)
+    assert {g.block_size for g in layout.groups} == {block_size}
+    assert {g.page_size_bytes for g in layout.groups} == {page}
+    assert layout.pools[0].bytes_per_block == bytes_per_block
+    assert any(n.startswith(state_note) for n in layout.notes)
+    assert all(g.num_layers == 4 for g in layout.groups)
+
+
+def test_granite_blocks_per_request_align_mode():
+    layout = vllm_layout(granite4_like())
+    # attention cdiv(131072, 528) = 249; 9 Mamba groups x 3 state blocks (2 live + 1 checkpoint)
+    assert sum(layout.blocks_per_request(131072)) == 249 + 27
+    no_cache = vllm_layout(granite4_like(), enable_prefix_caching=False)
+    assert sum(no_cache.blocks_per_request(131072)) == 249 + 9
+
+
+@pytest.mark.parametrize("kinds, expected", [
+    # 1 full + 3 sliding: min 1, max 3 >= 1.5 -> group size 1: four groups of one layer.
+    ([FULL, SLIDING, SLIDING, SLIDING], [(FULL, 1), (SLIDING, 1), (SLIDING, 1), (SLIDING, 1)]),
+    # 10 full + 20 sliding (1 full, 2 sliding repeated): group size 10 -> full x10, sliding x10 x2.
+    ([FULL, SLIDING, SLIDING] * 10, [(FULL, 10), (SLIDING, 10), (SLIDING, 10)]),
+    # 18 sliding + 19 full (gpt-oss + EAGLE): 19 < 1.5 x 18 -> group size 19, one padding slot.
+    ([SLIDING, FULL] * 18 + [FULL], [(SLIDING, 18), (FULL, 19)]),
+])
+def test_group_size_rule(kinds, expected):
+    layout = vllm_layout(attention_model(kinds, kv_heads=2, head_dim=64, window=32))
+    assert [(g.kind, g.num_layers) for g in layout.groups] == expected
+
+
+def test_ten_full_twenty_sliding_request_blocks():
+    # 10 full + 20 sliding, block 16, window 32: a 112-token request needs 7 full blocks.
+    layout = vllm_layout(attention_model([FULL, SLIDING, SLIDING] * 10, kv_heads=2, head_dim=64, window=32),
+                         max_num_batched_tokens=16, vllm_log="legacy")
+    # legacy T = 16: sliding cdiv(min(31 + 16, 112), 16) + 1 = 3 + 1 = 4 admission blocks; full 7.
+    assert layout.blocks_per_request(112) == (7, 4, 4)
+
+
+def test_uniform_model_is_one_group():
+    layout = vllm_layout(attention_model([FULL] * 32, kv_heads=8, head_dim=128))
+    assert len(layout.groups) == 1 and layout.groups[0].num_layers == 32 and layout.padding_slots() == 0
+
+
+def test_log_lines_current_and_legacy():
+    layout = vllm_layout(gpt_oss_120b(), max_model_len=8192)
+    n = 10 * GIB // 589_824  # 18,204 blocks
+    # sliding at L=8192: cdiv(min(16511, 8192), 16) + 1 = 512 + 1 = 513; full 512 -> 1025 per request
+    conc = n / 1025
+    assert vllm_log_lines(layout, "current") == (
+        f"GPU KV cache size: {int(conc * 8192):,} tokens, "
+        f"Maximum concurrency for 8,192 tokens per request: {conc:.2f}x",)
+    legacy = vllm_layout(gpt_oss_120b(), max_model_len=8192, vllm_log="legacy")
+    # legacy: tokens = num_blocks // 2 groups x 16
+    assert vllm_log_lines(legacy, "legacy")[0] == f"GPU KV cache size: {n // 2 * 16:,} tokens"
+
+
+def test_no_hybrid_promotes_local_layers():
+    cfg = PlanConfig(available_kv_memory_bytes=10 * GIB, max_num_batched_tokens=8192)
+    model = gemma3_27b()
+    layout = build_layout("vllm-no-hybrid", model, cfg, compute_memory_budget(model, cfg))
+    assert [(g.kind, g.num_layers) for g in layout.groups] == [(FULL, 62)]
+    with pytest.raises(LayoutUnavailableError):
+        build_layout("vllm-no-hybrid", granite4_like(), cfg, compute_memory_budget(granite4_like(), cfg))
+
+
+def test_pipeline_parallel_takes_the_tightest_stage():
+    # gpt-oss, pp=2: 18 layers per stage, 9 sliding + 9 full each; each group has 9 layers per stage
+    # -> 9 x 32,768 = 294,912 bytes per block per stage.
+    layout = vllm_layout(gpt_oss_120b(), pp=2)
+    assert layout.pools[0].bytes_per_block == 294_912
+    assert layout.pools[0].num_blocks == 10 * GIB // 294_912
