@@ -1,0 +1,73 @@
+"""hkv's own layout: never more waste than vLLM's, strictly less where vLLM pads, no Mamba inflation."""
+
+import pytest
+from toy_models import FULL, SLIDING, attention_model, gemma3_27b, gpt_oss_120b, granite4_like, llama4_scout
+
+from hkv.model_specs.cache_spec import CacheKind
+from hkv.planner.memory_budget import compute_memory_budget
+from hkv.planner.plan import build_layout
+from hkv.planner.plan_config import PlanConfig
+
+GIB = 2**30
+
+
+def layouts(model, **cfg):
+    cfg = PlanConfig(**{"available_kv_memory_bytes": 20 * GIB, "max_num_batched_tokens": 8192, **cfg})
+    budget = compute_memory_budget(model, cfg)
+    return build_layout("hkv", model, cfg, budget), build_layout("vllm", model, cfg, budget)
+
+
+def test_gemma3_27b_less_padding_and_more_capacity():
+    hkv, vllm = layouts(gemma3_27b())
+    assert vllm.padding_slots() == 8
+    assert hkv.padding_slots() < vllm.padding_slots()
+    # per request at 131,072 tokens (T = 16,384), in layer-pages:
+    #   vLLM g=10: full 8192 x 10 + 6 sliding groups x 1089 x 10 = 147,260
+    #   hkv  g=5 : 2 full groups x 8192 x 5 + 11 sliding groups x 1089 x 5 = 141,815 (13 groups)
+    assert [g.num_layers for g in hkv.groups if g.kind is FULL] == [5, 5]
+    assert len(hkv.groups) == 13
+    assert hkv.waste_fraction(131072) < vllm.waste_fraction(131072)
+    assert hkv.max_concurrency(131072) > vllm.max_concurrency(131072)
+
+
+@pytest.mark.parametrize("model", [gpt_oss_120b(), llama4_scout()])
+def test_no_padding_models_keep_vllm_grouping(model):
+    hkv, vllm = layouts(model, max_model_len=131072)
+    assert [g.num_layers for g in hkv.groups] == [g.num_layers for g in vllm.groups]
+    assert hkv.waste_fraction(131072) == pytest.approx(vllm.waste_fraction(131072))
+
+
+def test_mamba_hybrid_keeps_small_attention_block_and_one_state():
+    hkv, vllm = layouts(granite4_like())
+    attention = [g for g in hkv.groups if g.kind is FULL]
+    states = [g for g in hkv.groups if g.kind is CacheKind.RECURRENT]
+    assert {g.block_size for g in attention} == {16} and {g.block_size for g in vllm.groups} == {528}
+    # one group holding all 36 states of a request in one block of 36 x 2,147,840 bytes, unpadded
+    assert [g.num_layers for g in states] == [36]
+    assert hkv.pools[1].bytes_per_block == 36 * 2_147_840
+    assert states[0].blocks_per_request(131072, hkv.in_flight_tokens) == 1
+    assert hkv.waste_fraction(131072) < vllm.waste_fraction(131072)
+    assert hkv.max_num_requests(131072) >= vllm.max_num_requests(131072)
+
+
+def test_state_pool_split_is_balanced_at_max_len():
+    hkv, _ = layouts(granite4_like())
+    attention_pool, state_pool = hkv.pools
+    n_attention = (attention_pool.num_blocks - 1) // 8192  # 131072 / 16 blocks per request
+    n_state = state_pool.num_blocks - 1
+    # the state pool holds exactly the states of the requests the attention pool can hold
+    assert n_state == hkv.max_num_requests(131072) <= n_attention
+
+
+def test_expected_average_length_moves_the_split():
+    long_split, _ = layouts(granite4_like())
+    short_split, _ = layouts(granite4_like(), expected_avg_seq_len=4096)
+    assert short_split.pools[1].num_blocks > long_split.pools[1].num_blocks
+    assert short_split.max_num_requests(4096) > long_split.max_num_requests(4096)
+
+
+def test_attention_only_hkv_never_worse_on_mixed_shapes():
+    for kinds in ([FULL, SLIDING, SLIDING, SLIDING], [SLIDING] * 7 + [FULL] * 3, [FULL, SLIDING] * 9 + [FULL]):
+        for max_len in (512, 8192, 131072):
+            hkv, vllm = layouts(attention_model(kinds, kv_heads=4, head_dim=64, window=256), max_model_len=max_len)
+            assert hkv.waste_fraction(max_len) <= vllm.waste_fraction(max_len) + 1e-12

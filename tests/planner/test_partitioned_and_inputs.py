@@ -1,0 +1,69 @@
+"""Partitioned pools and user-input validation (sizes, expected average length)."""
+
+import pytest
+from toy_models import gemma3_27b
+
+from hkv.planner.errors import InvalidInputError
+from hkv.planner.memory_budget import compute_memory_budget
+from hkv.planner.plan import build_layout
+from hkv.planner.plan_config import (
+    EXPECTED_AVG_ENV, PlanConfig, expected_avg_seq_len_from_env, parse_positive_int,
+)
+from hkv.planner.sizes import parse_size
+
+GIB = 2**30
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("80GiB", 80 * 2**30), ("512MiB", 512 * 2**20), ("1.5GB", 1_500_000_000), ("123456", 123456),
+    ("2g", 2 * 2**30), ("64 KiB", 65536), ("1TB", 10**12),
+])
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "abc", "-1GiB", "0", "1.5XB", "GiB", "1e9"])
+def test_parse_size_rejects(text):
+    with pytest.raises(InvalidInputError, match="--gpu-memory"):
+        parse_size(text, option="--gpu-memory")
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "1.5", "", " "])
+def test_expected_avg_env_rejects_non_positive_integers(value):
+    with pytest.raises(InvalidInputError, match=EXPECTED_AVG_ENV):
+        expected_avg_seq_len_from_env({EXPECTED_AVG_ENV: value})
+
+
+def test_expected_avg_env_accepts_and_unset():
+    assert expected_avg_seq_len_from_env({EXPECTED_AVG_ENV: "4096"}) == 4096
+    assert expected_avg_seq_len_from_env({}) is None
+    with pytest.raises(InvalidInputError, match="--expected-avg-seq-len"):
+        parse_positive_int("1.5", name="--expected-avg-seq-len")
+
+
+def test_partitioned_split_follows_expected_length():
+    model = gemma3_27b()
+
+    def partitioned(**kw):
+        cfg = PlanConfig(available_kv_memory_bytes=20 * GIB, max_num_batched_tokens=8192, **kw)
+        return build_layout("partitioned", model, cfg, compute_memory_budget(model, cfg))
+
+    at_max = partitioned()
+    assert [(p.kind, p.num_slots) for p in at_max.pools] == [("global", 10), ("local", 52)]
+    # global pool: 8192 blocks of 10 pages per request; local: 1089 blocks of 52 pages per request.
+    n_global = (at_max.pools[0].num_blocks - 1) // 8192
+    n_local = (at_max.pools[1].num_blocks - 1) // 1089
+    assert min(n_global, n_local) == at_max.max_num_requests(131072)
+    short = partitioned(expected_avg_seq_len=2048)
+    assert short.pools[1].num_blocks > at_max.pools[1].num_blocks
+    assert short.max_num_requests(2048) > at_max.max_num_requests(2048)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"tp": 0}, "--tp"), ({"block_size": -16}, "--block-size"), ({"gpu_memory_utilization": 1.5}, "utilization"),
+    ({"kv_cache_dtype": "int4"}, "--kv-cache-dtype"), ({"primary_layout": "jenga"}, "--layout"),
+    ({"vllm_log": "old"}, "--vllm-log"), ({"dtype": "float64"}, "--dtype"),
+])
+def test_plan_config_rejects(kwargs, match):
+    with pytest.raises(InvalidInputError, match=match):
+        PlanConfig(**kwargs)
