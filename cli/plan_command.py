@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from hkv.cli.errors import handles_errors
-from hkv.cli.output import OutputFormat, stdout_console, write_json
+from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
     AvailableOpt, AvgLenOpt, BlockSizeOpt, ConcurrencyOpt, DtypeOpt, GpuMemoryOpt, GpuOpt,
     KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, PpOpt, SsmDtypeOpt, TpOpt,
@@ -15,6 +15,7 @@ from hkv.cli.plan_options import (
 )
 from hkv.cli.render_plan import render_plan
 from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.memory_budget import shortfall_message
 from hkv.planner.plan import plan
 from hkv.planner.plan_json import plan_to_dict
 
@@ -42,7 +43,14 @@ def plan_command(
     options = dict(locals())
     del options["model"], options["output_format"]
     cfg = build_plan_config(**options)
-    result = plan(load_model_spec(model), cfg)
+    spec = load_model_spec(model)
+    result = plan(spec, cfg)
+    if not result.budget.fits:
+        note(shortfall_message(spec, result.budget, cfg))
+    elif result.primary.capacity.max_num_requests == 0:
+        cap = result.primary.capacity
+        note(f"one request of {cap.max_model_len:,} tokens does not fit the {cfg.primary_layout} layout; "
+             f"the longest that fits is {cap.max_context_len:,} tokens (--max-model-len)")
     if output_format is OutputFormat.json:
         write_json(plan_to_dict(result))
     else:

@@ -144,7 +144,7 @@ class Layout:
         if not self.groups:
             return 0
         return min(
-            (p.num_blocks - 1) // self.pool_blocks_per_request(p.pool_id, seq_len)
+            max(0, p.num_blocks - 1) // self.pool_blocks_per_request(p.pool_id, seq_len)
             for p in self.pools if self.groups_of(p.pool_id)
         )
 

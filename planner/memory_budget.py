@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from hkv.model_specs.model_spec import ModelSpec
-from hkv.planner.errors import DoesNotFitError, InvalidInputError
+from hkv.planner.errors import InvalidInputError
 from hkv.planner.gpus import GIB, default_max_num_batched_tokens, get_gpu
 from hkv.planner.plan_config import PlanConfig, dtype_bytes
 from hkv.planner.sizes import format_gib
@@ -38,6 +38,11 @@ class MemoryBudget:
     available_bytes: int
     max_num_batched_tokens: int
     exact: bool
+    shortfall_bytes: int = 0  # > 0: weights and overhead exceed the GPU; available is then 0
+
+    @property
+    def fits(self) -> bool:
+        return self.shortfall_bytes == 0
 
     @property
     def requested_bytes(self) -> int:
@@ -56,7 +61,7 @@ def resolve_max_num_batched_tokens(cfg: PlanConfig) -> int:
 
 
 def compute_memory_budget(model: ModelSpec, cfg: PlanConfig) -> MemoryBudget:
-    """Raises DoesNotFitError when weights and overhead leave nothing for the KV cache."""
+    """The budget; when weights and overhead exceed the GPU, available is 0 and shortfall > 0."""
     mnbt = resolve_max_num_batched_tokens(cfg)
     if cfg.gpu_memory_bytes is not None:
         device, total = "custom", cfg.gpu_memory_bytes
@@ -79,12 +84,14 @@ def compute_memory_budget(model: ModelSpec, cfg: PlanConfig) -> MemoryBudget:
                             CUDAGRAPH_BYTES, NON_TORCH_BYTES, cfg.available_kv_memory_bytes, mnbt, True)
     requested = ceil(total * cfg.gpu_memory_utilization)
     available = requested - weights_per_rank - activation - CUDAGRAPH_BYTES - NON_TORCH_BYTES
-    if available <= 0:
-        raise DoesNotFitError(
-            f"{model.name} needs {format_gib(weights_per_rank)} of weights per GPU plus about "
-            f"{format_gib(activation + CUDAGRAPH_BYTES + NON_TORCH_BYTES)} of runtime overhead, more than "
-            f"{format_gib(requested)} ({cfg.gpu_memory_utilization:g} x {format_gib(total)} on {device}); "
-            f"raise --tp/--pp, use a larger GPU or pass --available-kv-memory"
-        )
     return MemoryBudget(device, total, cfg.gpu_memory_utilization, weights_per_rank, activation,
-                        CUDAGRAPH_BYTES, NON_TORCH_BYTES, available, mnbt, False)
+                        CUDAGRAPH_BYTES, NON_TORCH_BYTES, max(0, available), mnbt, False,
+                        shortfall_bytes=max(0, -available))
+
+
+def shortfall_message(model: ModelSpec, budget: MemoryBudget, cfg: PlanConfig) -> str:
+    overhead = budget.activation_bytes + budget.cudagraph_bytes + budget.non_torch_bytes
+    return (f"{model.name} does not fit: {format_gib(budget.weights_bytes)} of weights per GPU plus about "
+            f"{format_gib(overhead)} of runtime overhead exceed {format_gib(budget.requested_bytes)} "
+            f"({budget.gpu_memory_utilization:g} x {format_gib(budget.total_bytes)} on {budget.device}); "
+            f"short by {format_gib(budget.shortfall_bytes)}: raise --tp/--pp or use a larger GPU")
