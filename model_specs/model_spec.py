@@ -31,6 +31,11 @@ class ModelSpec:
     num_params: int  # analytic or exact parameter count
     weights_bytes_exact: int | None = None  # from safetensors headers when a directory was given
     verified: bool = True  # False: the config was reconstructed from partial sources
+    note: str = ""  # every assumption made while reading the config ("; "-separated), else ""
+    architectures: tuple[str, ...] = ()  # the config's `architectures`, e.g. ("Gemma3ForConditionalGeneration",)
+    has_sinks: bool = False  # learned attention-sink logits per head (gpt-oss); no extra cache
+    attn_logit_softcap: float | None = None  # Gemma 2's tanh cap on attention logits
+    source: str = ""  # where the config came from: "catalog:<name>", a file path, "hf-cache:<path>"
 
     def cache_specs(self, opts: CacheOptions) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:
         return tuple((layer, layer.cache_spec(opts)) for layer in self.cache_layers)

@@ -1,0 +1,91 @@
+"""Which family a config belongs to, and the values its transformers config class assumes when absent.
+
+The defaults are the class defaults of transformers 5.23 (`<Family>Config` dataclass fields), written
+out by hand so that reading a config never imports transformers. Only keys that published configs
+are known to omit are listed; a missing key with no default here is an error, not a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# Wrapper / vendor model_types whose language model follows another family's rules.
+FAMILY_ALIASES: dict[str, str] = {
+    "gemma3": "gemma3_text",
+    "gemma3n": "gemma3n_text",
+    "llama4": "llama4_text",
+    "minimax_m1": "minimax",
+    "minimax_text_01": "minimax",
+}
+
+
+def family_of(config: Mapping[str, Any]) -> str:
+    """The family key of a merged config: its text model_type, with wrapper names folded in."""
+    model_type = str(config.get("model_type") or "")
+    return FAMILY_ALIASES.get(model_type, model_type)
+
+
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": {"attention_bias": False, "mlp_bias": False, "tie_word_embeddings": False,
+              "max_position_embeddings": 2048},
+    "mistral": {"tie_word_embeddings": False, "max_position_embeddings": 131072},
+    "qwen3": {"attention_bias": False, "tie_word_embeddings": False, "use_sliding_window": False,
+              "max_window_layers": 28, "max_position_embeddings": 32768},
+    "gemma2": {"attention_bias": False, "tie_word_embeddings": True, "max_position_embeddings": 8192,
+               "vocab_size": 256000},
+    "gemma3_text": {"attention_bias": False, "tie_word_embeddings": True, "max_position_embeddings": 131072,
+                    "vocab_size": 262208, "sliding_window": 4096, "sliding_window_pattern": 6},
+    "gemma3n_text": {"attention_bias": False, "tie_word_embeddings": True, "max_position_embeddings": 32768,
+                     "vocab_size": 262400, "sliding_window": 512, "num_kv_shared_layers": 15,
+                     "altup_num_inputs": 4, "laurel_rank": 64, "hidden_size_per_layer_input": 256,
+                     "vocab_size_per_layer_input": 262144},
+    "cohere2": {"attention_bias": False, "tie_word_embeddings": True, "max_position_embeddings": 8192,
+                "sliding_window": 4096, "sliding_window_pattern": 4},
+    "gpt_oss": {"attention_bias": True, "tie_word_embeddings": False, "max_position_embeddings": 131072},
+    "llama4_text": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 131072,
+                    "no_rope_layer_interval": 4, "interleave_moe_layer_step": 1,
+                    "attention_chunk_size": 8192},
+    "qwen3_next": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 32768,
+                   "full_attention_interval": 4, "decoder_sparse_step": 1,
+                   "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+                   "linear_num_key_heads": 16, "linear_num_value_heads": 32},
+    "deepseek_v3": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 4096,
+                    "first_k_dense_replace": 3, "n_shared_experts": 1},
+    "glm4_moe": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 131072,
+                 "first_k_dense_replace": 1, "n_shared_experts": 1, "use_qk_norm": False},
+    "minimax": {"tie_word_embeddings": False, "max_position_embeddings": 131072},
+    "kimi_linear": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 1048576,
+                    "first_k_dense_replace": 1, "num_shared_experts": 1,
+                    "linear_head_dim": 128, "linear_num_heads": 32, "linear_conv_kernel_dim": 4},
+    "bamba": {"attention_bias": False, "mlp_bias": False, "tie_word_embeddings": False,
+              "max_position_embeddings": 262144, "mamba_n_heads": 128, "mamba_d_head": "auto",
+              "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+              "mamba_conv_bias": True, "mamba_proj_bias": False},
+    "granitemoehybrid": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 2048,
+                         "mamba_n_heads": 128, "mamba_d_head": "auto", "mamba_n_groups": 1,
+                         "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+                         "mamba_conv_bias": True, "mamba_proj_bias": False,
+                         "num_local_experts": 8, "shared_intermediate_size": 1024},
+    "falcon_h1": {"attention_bias": False, "mlp_bias": False, "tie_word_embeddings": False,
+                  "max_position_embeddings": 8192, "vocab_size": 128000, "intermediate_size": 14336,
+                  "mamba_n_heads": 128, "mamba_d_head": "auto", "mamba_n_groups": 1, "mamba_d_state": 256,
+                  "mamba_d_conv": 4, "mamba_expand": 2, "mamba_conv_bias": True, "mamba_proj_bias": False,
+                  "mamba_rms_norm": False, "projectors_bias": False},
+    "nemotron_h": {"tie_word_embeddings": False, "max_position_embeddings": 4096, "head_dim": 128,
+                   "n_groups": 8, "conv_kernel": 4, "expand": 2, "use_conv_bias": True, "use_bias": False,
+                   "mlp_bias": False, "mamba_ssm_cache_dtype": "float32", "n_shared_experts": 1},
+    "jamba": {"tie_word_embeddings": False, "max_position_embeddings": 262144,
+              "attn_layer_period": 8, "attn_layer_offset": 4, "expert_layer_period": 2,
+              "expert_layer_offset": 1, "num_experts": 16, "mamba_d_conv": 4, "mamba_d_state": 16,
+              "mamba_expand": 2, "mamba_dt_rank": "auto", "mamba_conv_bias": True, "mamba_proj_bias": False},
+}
+
+
+# Bias switches: their class default is used without a note (they never change a cache size).
+QUIET_DEFAULT_KEYS = frozenset({"attention_bias", "mlp_bias", "use_bias", "use_conv_bias", "mamba_conv_bias",
+                                "mamba_proj_bias", "projectors_bias", "mamba_rms_norm"})
+
+
+def defaults_for(family: str) -> dict[str, Any]:
+    return FAMILY_DEFAULTS.get(family, {})

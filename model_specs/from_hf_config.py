@@ -1,0 +1,124 @@
+"""Build a ModelSpec from an HF config.json dict: classify layers, size their caches, count weights.
+
+Keys starting with `_` are catalog annotations (`_model_id`, `_verified`, `_assumed_<key>`), never
+part of the model. Everything this module had to assume is listed in `ModelSpec.note`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from hkv.model_specs.attention_dims import attention_desc, attention_dims
+from hkv.model_specs.config_view import ConfigView, merge_text_config
+from hkv.model_specs.dtypes import DEFAULT_DTYPE_BYTES, dtype_bytes
+from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.family_defaults import QUIET_DEFAULT_KEYS, defaults_for, family_of
+from hkv.model_specs.kv_sharing import kv_share_targets
+from hkv.model_specs.layer_classify import classify_layers
+from hkv.model_specs.layer_desc import CacheLayer, RecurrentDesc
+from hkv.model_specs.layer_kinds import LayerKind
+from hkv.model_specs.model_spec import ModelSpec
+from hkv.model_specs.param_count import count_params
+from hkv.model_specs.recurrent_dims import recurrent_geometry
+from hkv.model_specs.state_dtypes import default_state_dtype_bytes
+
+
+def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str | None = None,
+                   model_id: str | None = None, source: str = "",
+                   weights_bytes_exact: int | None = None) -> ModelSpec:
+    """The ModelSpec of `config` (a parsed config.json); `name` labels it in reports.
+
+    Raises InvalidConfigError (one line, naming the attribute) for configs it cannot interpret.
+    """
+    if not isinstance(config, Mapping):
+        raise InvalidConfigError(f"{name}: config must be a JSON object, got {type(config).__name__}")
+    merged = merge_text_config(config)
+    if not merged.get("model_type"):
+        raise InvalidConfigError(f"{name}: config has no model_type; cannot tell which family rules apply")
+    family = family_of(merged)
+    view = ConfigView(merged, family, defaults_for(family), [], QUIET_DEFAULT_KEYS)
+
+    kinds = classify_layers(view)
+    model_dtype = _model_dtype_bytes(view, dtype_override)
+    layers = _cache_layers(view, kinds, model_dtype)
+    num_params = count_params(view, kinds)
+    _note_scope(config, view)
+
+    return ModelSpec(
+        name=name,
+        model_id=model_id or str(config.get("_model_id") or config.get("_name_or_path") or ""),
+        model_type=str(config.get("model_type") or merged["model_type"]),
+        num_hidden_layers=len(kinds),
+        cache_layers=layers,
+        max_model_len=_max_model_len(view),
+        hidden_size=view.int_value("hidden_size"),
+        vocab_size=view.int_value("vocab_size"),
+        intermediate_size=_intermediate_size(view),
+        dtype_bytes=model_dtype,
+        num_params=num_params,
+        weights_bytes_exact=weights_bytes_exact,
+        verified=config.get("_verified") is not False,
+        note="; ".join(view.notes),
+        architectures=tuple(str(a) for a in (config.get("architectures") or merged.get("architectures") or ())),
+        has_sinks=view.family == "gpt_oss",
+        attn_logit_softcap=view.get("attn_logit_softcapping"),
+        source=source,
+    )
+
+
+def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],
+                  model_dtype: int) -> tuple[CacheLayer, ...]:
+    """One AttentionDesc / RecurrentDesc per cache-owning module, attention first within a layer."""
+    uses = {kind for layer in kinds for kind in layer}
+    dims = attention_dims(view) if uses - {LayerKind.RECURRENT} else None
+    geometry = recurrent_geometry(view) if LayerKind.RECURRENT in uses else None
+    shared = kv_share_targets(view, kinds)
+    layers: list[CacheLayer] = []
+    for idx, layer_kinds in enumerate(kinds):
+        for kind in layer_kinds:
+            if kind is LayerKind.RECURRENT:
+                assert geometry is not None
+                conv_bytes, ssm_bytes = default_state_dtype_bytes(view, geometry.variant, model_dtype)
+                layers.append(RecurrentDesc(
+                    layer_idx=idx, variant=geometry.variant, conv_kernel_len=geometry.conv_kernel_len,
+                    conv_dim=geometry.conv_dim, ssm_heads=geometry.ssm_heads, ssm_dims=geometry.ssm_dims,
+                    default_conv_dtype_bytes=conv_bytes, default_ssm_dtype_bytes=ssm_bytes))
+            else:
+                assert dims is not None
+                desc = attention_desc(view, dims, idx, kind)
+                layers.append(replace(desc, kv_shared_with=shared[idx]) if idx in shared else desc)
+    return tuple(layers)
+
+
+def _model_dtype_bytes(view: ConfigView, dtype_override: str | None) -> int:
+    if dtype_override is not None:
+        return dtype_bytes(dtype_override, attribute="dtype_override")
+    for key in ("torch_dtype", "dtype"):
+        if view.has(key):
+            return dtype_bytes(view.get(key), attribute=key)
+    view.note(f"torch_dtype absent: assumed {DEFAULT_DTYPE_BYTES}-byte (bfloat16) weights")
+    return DEFAULT_DTYPE_BYTES
+
+
+def _max_model_len(view: ConfigView) -> int:
+    if view.has("model_max_length") and not view.has("max_position_embeddings"):
+        return view.int_value("model_max_length")  # Kimi-Linear's name for it
+    return view.int_value("max_position_embeddings")
+
+
+def _intermediate_size(view: ConfigView) -> int:
+    raw = view.value("intermediate_size", 0)
+    return max(int(x) for x in raw) if isinstance(raw, list) else int(raw)  # Gemma 3n: one per layer
+
+
+def _note_scope(config: Mapping[str, Any], view: ConfigView) -> None:
+    """Say what num_params leaves out, so weight bytes are not over-trusted."""
+    if any(key in config for key in ("vision_config", "audio_config")) or any(
+            "ConditionalGeneration" in str(a) for a in config.get("architectures") or ()):
+        view.note("num_params counts the language model only (vision/audio towers excluded)")
+    quant = view.get("quantization_config")
+    if isinstance(quant, Mapping) and quant.get("quant_method"):
+        view.note(f"checkpoint is {quant['quant_method']}-quantized: weights bytes = num_params x dtype "
+                  "bytes over-estimates it unless read from safetensors")

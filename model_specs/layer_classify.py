@@ -1,0 +1,67 @@
+"""Entry point of layer classification: pick the family rule, run it, map names to cache kinds."""
+
+from __future__ import annotations
+
+from hkv.model_specs import layer_rules as rules
+from hkv.model_specs.config_view import ConfigView
+from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList, kinds_from_names
+
+LAYER_RULES: dict[str, rules.LayerRule] = {
+    "llama": rules.all_full,
+    "deepseek_v3": rules.all_full,
+    "deepseek_v2": rules.all_full,
+    "glm4_moe": rules.all_full,
+    "mistral": rules.window_covers_context,
+    "qwen3": rules.qwen_window_layers,
+    "qwen3_moe": rules.qwen_window_layers,
+    "qwen2": rules.qwen_window_layers,
+    "qwen2_moe": rules.qwen_window_layers,
+    "gemma2": rules.alternating_sliding,
+    "gpt_oss": rules.alternating_sliding,
+    "gemma3_text": rules.sliding_window_pattern,
+    "cohere2": rules.sliding_window_pattern,
+    "gemma3n_text": rules.gemma3n_pattern,
+    "llama4_text": rules.llama4_nope_layers,
+    "qwen3_next": rules.full_attention_interval,
+    "minimax": rules.minimax_attn_type_list,
+    "bamba": rules.attention_indices,
+    "granitemoehybrid": rules.granite_hybrid,
+    "jamba": rules.period_offset,
+    "falcon_h1": rules.every_layer_hybrid,
+    "kimi_linear": rules.kimi_linear_layers,
+}
+
+# Attributes that mean "not plain full attention" for a model_type without a rule.
+_HYBRID_HINTS = ("sliding_window", "attention_chunk_size", "sliding_window_pattern", "attn_layer_indices",
+                 "attn_layer_period", "hybrid_override_pattern", "layers_block_type", "attn_type_list",
+                 "full_attention_interval", "linear_attn_config", "num_kv_shared_layers", "ssm_state_size",
+                 "kv_lora_rank")
+
+
+def classify_layers(view: ConfigView) -> tuple[tuple[LayerKind, ...], ...]:
+    """The cache kinds each layer owns, in layer order (empty tuple: no cache)."""
+    if view.family == "nemotron_h":
+        return kinds_from_names(view, rules.nemotron_layer_types(view))
+    num_layers = view.int_value("num_hidden_layers")
+    rule = LAYER_RULES.get(view.family, _unknown_family)
+    return kinds_from_names(view, rule(view, num_layers))
+
+
+def _unknown_family(view: ConfigView, n: int) -> LayerTypeList:
+    """A model_type without a rule: its own attention-only layer_types, or plain full attention.
+
+    Plain full attention is assumed only when no hybrid attribute is present; otherwise we would be
+    guessing, so the config is rejected with the attributes that made it ambiguous.
+    """
+    explicit = rules.explicit_layer_types(view, n)
+    if explicit is not None:
+        return explicit
+    hints = [key for key in _HYBRID_HINTS if view.has(key)] + sorted(
+        key for key in view.values if key.startswith("mamba_") and view.has(key))
+    if hints:
+        raise InvalidConfigError(
+            f"model_type {view.family!r} has no layer rule and sets {', '.join(hints)}; "
+            "add layer_types to the config or a rule to hkv.model_specs.layer_classify")
+    view.note(f"model_type {view.family!r} has no layer rule: assumed plain full attention on every layer")
+    return rules.LayerTypeList("model_type", tuple("full_attention" for _ in range(n)))

@@ -1,0 +1,76 @@
+"""Classify every layer of a model into the caches it owns.
+
+A family rule (layer_rules.py) turns a config into one layer-type *name* per layer, in the
+vocabulary transformers uses for `config.layer_types` ("full_attention", "sliding_attention",
+"chunked_attention", "linear_attention", "hybrid", "mlp", "moe", and the legacy "attention" /
+"mamba"). This module maps the names to cache kinds. "linear_attention" / "mamba" mean the
+family's own recurrent mixer (Mamba1, Mamba2, gated delta-net, lightning, KDA); "hybrid" is
+Falcon-H1's attention + Mamba2 side by side; "mlp" / "moe" layers own no cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from hkv.model_specs.config_view import ConfigView
+from hkv.model_specs.errors import InvalidConfigError
+
+
+class LayerKind(str, Enum):
+    FULL = "full"
+    SLIDING = "sliding"
+    CHUNKED = "chunked"
+    RECURRENT = "recurrent"  # the family's recurrent mixer, see RECURRENT_VARIANT
+
+
+_NAME_TO_KINDS: dict[str, tuple[LayerKind, ...]] = {
+    "full_attention": (LayerKind.FULL,),
+    "attention": (LayerKind.FULL,),
+    "sliding_attention": (LayerKind.SLIDING,),
+    "chunked_attention": (LayerKind.CHUNKED,),
+    "linear_attention": (LayerKind.RECURRENT,),
+    "mamba": (LayerKind.RECURRENT,),
+    "hybrid": (LayerKind.FULL, LayerKind.RECURRENT),  # attention first: vLLM registers it first
+    "mlp": (),
+    "moe": (),
+}
+
+# The recurrent mixer behind "linear_attention" / "mamba" in each family.
+RECURRENT_VARIANT: dict[str, str] = {
+    "bamba": "mamba2",
+    "granitemoehybrid": "mamba2",
+    "nemotron_h": "mamba2",
+    "falcon_h1": "mamba2",
+    "jamba": "mamba1",
+    "qwen3_next": "gdn",
+    "minimax": "lightning",
+    "kimi_linear": "kda",
+}
+
+
+@dataclass(frozen=True)
+class LayerTypeList:
+    """One layer-type name per layer and the config attribute they were read from (for errors)."""
+
+    attribute: str
+    names: tuple[str, ...]
+
+
+def kinds_from_names(view: ConfigView, types: LayerTypeList) -> tuple[tuple[LayerKind, ...], ...]:
+    """Cache kinds per layer; unknown names and recurrent names in non-recurrent families raise."""
+    per_layer = []
+    for idx, name in enumerate(types.names):
+        if name not in _NAME_TO_KINDS:
+            raise InvalidConfigError(
+                f"{types.attribute}[{idx}] = {name!r} is not a known layer kind; "
+                f"expected one of: {', '.join(_NAME_TO_KINDS)}"
+            )
+        kinds = _NAME_TO_KINDS[name]
+        if LayerKind.RECURRENT in kinds and view.family not in RECURRENT_VARIANT:
+            raise InvalidConfigError(
+                f"{types.attribute}[{idx}] = {name!r} needs a recurrent mixer, but model_type "
+                f"{view.family!r} has none known; supported: {', '.join(sorted(RECURRENT_VARIANT))}"
+            )
+        per_layer.append(kinds)
+    return tuple(per_layer)

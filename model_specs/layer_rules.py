@@ -1,0 +1,230 @@
+"""Per-family rules that name every layer's type (see layer_kinds.py for the vocabulary).
+
+Every rule reads an explicit list first (`layer_types` / `layers_block_type`, as transformers
+writes it, or a catalog `_assumed_layer_types` annotation), and only then the family's own
+convention, mirroring the transformers config class's `__post_init__` default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hkv.model_specs.config_view import ConfigView
+from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.layer_kinds import LayerTypeList
+
+LayerRule = Callable[[ConfigView, int], LayerTypeList]
+
+_EXPLICIT_KEYS = ("layer_types", "layers_block_type")
+
+# Nemotron-H's hybrid_override_pattern characters.
+_PATTERN_CHARS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def explicit_layer_types(view: ConfigView, num_layers: int | None) -> LayerTypeList | None:
+    """The config's own per-layer list, else the catalog's `_assumed_layer_types`, else None."""
+    for key in _EXPLICIT_KEYS:
+        if view.has(key):
+            return _checked_list(view.get(key), key, num_layers)
+    assumed = view.values.get("_assumed_layer_types")
+    if assumed is not None:
+        view.note("layer positions assumed by the catalog annotation _assumed_layer_types")
+        return _checked_list(assumed, "_assumed_layer_types", num_layers)
+    return None
+
+
+def _checked_list(raw: object, key: str, num_layers: int | None) -> LayerTypeList:
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise InvalidConfigError(f"{key} must be a list of layer-type strings, got {type(raw).__name__}")
+    if num_layers is not None and len(raw) != num_layers:
+        raise InvalidConfigError(f"{key} has {len(raw)} entries but num_hidden_layers is {num_layers}")
+    return LayerTypeList(key, tuple(raw))
+
+
+def _every(pattern: Callable[[int], str], attribute: str, num_layers: int) -> LayerTypeList:
+    return LayerTypeList(attribute, tuple(pattern(i) for i in range(num_layers)))
+
+
+def all_full(view: ConfigView, n: int) -> LayerTypeList:
+    return explicit_layer_types(view, n) or _every(lambda i: "full_attention", "model_type", n)
+
+
+def alternating_sliding(view: ConfigView, n: int) -> LayerTypeList:
+    """Gemma 2 / gpt-oss: even layers sliding, odd layers full."""
+    return explicit_layer_types(view, n) or _every(
+        lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention", "model_type", n)
+
+
+def sliding_window_pattern(view: ConfigView, n: int) -> LayerTypeList:
+    """Gemma 3 / Cohere2: every N-th layer ((i+1) % N == 0) full, the others sliding."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    key = "sliding_window_pattern" if view.has("sliding_window_pattern") or not view.has(
+        "_sliding_window_pattern") else "_sliding_window_pattern"
+    period = view.int_value(key)
+    if period < 1:
+        raise InvalidConfigError(f"{key}={period} must be >= 1")
+    return _every(lambda i: "sliding_attention" if (i + 1) % period else "full_attention", key, n)
+
+
+def window_covers_context(view: ConfigView, n: int) -> LayerTypeList:
+    """Mistral: one `sliding_window` for all layers; none, or one >= the context, is full attention."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    window = view.get("sliding_window")
+    max_len = view.get("max_position_embeddings")
+    if window is None:
+        return _every(lambda i: "full_attention", "sliding_window", n)
+    if max_len is not None and window >= max_len:
+        view.note(f"sliding_window {window} >= max_position_embeddings {max_len}: treated as full attention")
+        return _every(lambda i: "full_attention", "sliding_window", n)
+    return _every(lambda i: "sliding_attention", "sliding_window", n)
+
+
+def qwen_window_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """Qwen 2/3: sliding only with use_sliding_window, and only for layers >= max_window_layers."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    if not view.value("use_sliding_window", False) or view.get("sliding_window") is None:
+        return _every(lambda i: "full_attention", "use_sliding_window", n)
+    first = view.int_value("max_window_layers")
+    return _every(lambda i: "sliding_attention" if i >= first else "full_attention", "max_window_layers", n)
+
+
+def llama4_nope_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """Llama 4: RoPE layers (no_rope_layers[i] == 1) are chunked, NoPE layers (0) full."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    flags = view.get("no_rope_layers")
+    if flags:  # an empty list means "use the interval", as in Llama4TextConfig
+        if len(flags) != n or any(f not in (0, 1) for f in flags):
+            raise InvalidConfigError(f"no_rope_layers must be {n} flags of 0/1, got {flags!r}")
+        return LayerTypeList("no_rope_layers", tuple(
+            "chunked_attention" if f else "full_attention" for f in flags))
+    interval = view.int_value("no_rope_layer_interval")
+    return _every(lambda i: "chunked_attention" if (i + 1) % interval else "full_attention",
+                  "no_rope_layer_interval", n)
+
+
+def full_attention_interval(view: ConfigView, n: int) -> LayerTypeList:
+    """Qwen3-Next: every `full_attention_interval`-th layer full, the others gated delta-net."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    interval = view.int_value("full_attention_interval")
+    return _every(lambda i: "linear_attention" if (i + 1) % interval else "full_attention",
+                  "full_attention_interval", n)
+
+
+def minimax_attn_type_list(view: ConfigView, n: int) -> LayerTypeList:
+    """MiniMax: attn_type_list 1 = softmax (full) attention, 0 = lightning (linear) attention."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    flags = view.get("attn_type_list")
+    if flags is None:
+        view.note("attn_type_list absent: used MiniMaxConfig's default (even layers full, odd lightning)")
+        return _every(lambda i: "full_attention" if (i + 1) % 2 else "linear_attention", "model_type", n)
+    if len(flags) != n:
+        raise InvalidConfigError(f"attn_type_list has {len(flags)} entries but num_hidden_layers is {n}")
+    names = {1: "full_attention", 0: "linear_attention"}
+    for idx, flag in enumerate(flags):
+        if flag not in names:
+            raise InvalidConfigError(f"attn_type_list[{idx}] = {flag!r} is not a known layer kind; expected 0 or 1")
+    return LayerTypeList("attn_type_list", tuple(names[f] for f in flags))
+
+
+def attention_indices(view: ConfigView, n: int) -> LayerTypeList:
+    """Bamba: attention at `attn_layer_indices`, Mamba2 everywhere else."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    indices = view.get("attn_layer_indices") or []
+    bad = [i for i in indices if not isinstance(i, int) or not 0 <= i < n]
+    if bad:
+        raise InvalidConfigError(f"attn_layer_indices contains {bad!r}, outside 0..{n - 1}")
+    return _every(lambda i: "full_attention" if i in indices else "mamba", "attn_layer_indices", n)
+
+
+def granite_hybrid(view: ConfigView, n: int) -> LayerTypeList:
+    """Granite-4 hybrid: `layer_types` ("mamba"/"attention"); absent means all Mamba2 (class default)."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    view.note("layer_types absent: used GraniteMoeHybridConfig's default (every layer Mamba2)")
+    return _every(lambda i: "mamba", "model_type", n)
+
+
+def period_offset(view: ConfigView, n: int) -> LayerTypeList:
+    """Jamba: attention where i % attn_layer_period == attn_layer_offset, Mamba1 elsewhere."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    period = view.int_value("attn_layer_period")
+    offset = view.int_value("attn_layer_offset")
+    if not 0 <= offset < period:
+        raise InvalidConfigError(f"attn_layer_offset={offset} must be in 0..attn_layer_period-1 ({period - 1})")
+    return _every(lambda i: "full_attention" if i % period == offset else "mamba", "attn_layer_period", n)
+
+
+def every_layer_hybrid(view: ConfigView, n: int) -> LayerTypeList:
+    """Falcon-H1: each layer runs attention and a Mamba2 mixer in parallel."""
+    return explicit_layer_types(view, n) or _every(lambda i: "hybrid", "model_type", n)
+
+
+def gemma3n_pattern(view: ConfigView, n: int) -> LayerTypeList:
+    """Gemma 3n: full attention where (i+1) % 5 == 0 (Gemma3nTextConfig default), sliding elsewhere."""
+    return explicit_layer_types(view, n) or _every(
+        lambda i: "full_attention" if (i + 1) % 5 == 0 else "sliding_attention", "model_type", n)
+
+
+def kimi_linear_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """Kimi-Linear: linear_attn_config lists 1-based full_attn_layers (MLA) and kda_layers."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    cfg = view.get("linear_attn_config") or {}
+    full, kda = cfg.get("full_attn_layers"), cfg.get("kda_layers")
+    if full is None or kda is None:
+        view.note("linear_attn_config lacks full_attn_layers/kda_layers: used KimiLinearConfig's default")
+        return _every(lambda i: "full_attention" if i and i % 4 == 0 else "linear_attention", "model_type", n)
+    names: list[str | None] = [None] * n
+    for one_based in full:
+        names[_zero_based(one_based, "linear_attn_config.full_attn_layers", n)] = "full_attention"
+    for one_based in kda:
+        names[_zero_based(one_based, "linear_attn_config.kda_layers", n)] = "linear_attention"
+    missing = [i + 1 for i, name in enumerate(names) if name is None]
+    if missing:
+        raise InvalidConfigError(f"linear_attn_config leaves layers {missing} (1-based) in neither list")
+    return LayerTypeList("linear_attn_config", tuple(names))  # type: ignore[arg-type]
+
+
+def _zero_based(one_based: object, attribute: str, n: int) -> int:
+    if not isinstance(one_based, int) or not 1 <= one_based <= n:
+        raise InvalidConfigError(f"{attribute} contains {one_based!r}, outside the 1-based range 1..{n}")
+    return one_based - 1
+
+
+def nemotron_layer_types(view: ConfigView) -> LayerTypeList:
+    """Nemotron-H: the per-layer list or hybrid_override_pattern; its length defines the layer count."""
+    explicit = explicit_layer_types(view, None)
+    if explicit is None:
+        pattern = view.get("hybrid_override_pattern")
+        if not isinstance(pattern, str):
+            raise InvalidConfigError("nemotron_h config lacks hybrid_override_pattern and layers_block_type")
+        for idx, char in enumerate(pattern):
+            if char not in _PATTERN_CHARS:
+                raise InvalidConfigError(
+                    f"hybrid_override_pattern[{idx}] = {char!r} is not a known layer kind; expected one of: "
+                    + ", ".join(f"{c!r} ({n})" for c, n in _PATTERN_CHARS.items()))
+        explicit = LayerTypeList("hybrid_override_pattern", tuple(_PATTERN_CHARS[c] for c in pattern))
+    declared = view.get("num_hidden_layers")
+    if declared is not None and declared != len(explicit.names):
+        # transformers deprecates num_hidden_layers for NemotronH and uses the list length.
+        view.note(f"num_hidden_layers {declared} != {len(explicit.names)} entries of {explicit.attribute}: "
+                  "used the list")
+    return explicit

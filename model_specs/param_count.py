@@ -1,0 +1,54 @@
+"""Analytic parameter count of the language model, dispatched on the family.
+
+Contract: for every family in PARAM_COUNTERS the count equals transformers'
+`sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg).parameters())` (tied weights counted
+once); tests/runtime/test_param_count.py checks this on tiny configs. Not counted: vision/audio
+towers of multimodal wrappers, and multi-token-prediction layers (`num_nextn_predict_layers`),
+which transformers does not build. Other families get a Llama-shaped estimate and a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hkv.model_specs import param_count_attention as attn
+from hkv.model_specs import param_count_hybrid as hybrid
+from hkv.model_specs.config_view import ConfigView
+from hkv.model_specs.param_count_common import Kinds
+from hkv.model_specs.param_count_gemma3n import gemma3n
+
+ParamCounter = Callable[[ConfigView, Kinds], int]
+
+PARAM_COUNTERS: dict[str, ParamCounter] = {
+    "llama": attn.llama,
+    "mistral": attn.mistral,
+    "qwen3": attn.qwen3,
+    "gemma2": attn.gemma2,
+    "gemma3_text": attn.gemma3,
+    "cohere2": attn.cohere2,
+    "gpt_oss": attn.gpt_oss,
+    "llama4_text": attn.llama4,
+    "deepseek_v3": attn.deepseek_v3,
+    "glm4_moe": attn.glm4_moe,
+    "gemma3n_text": gemma3n,
+    "bamba": hybrid.bamba,
+    "granitemoehybrid": hybrid.granitemoehybrid,
+    "falcon_h1": hybrid.falcon_h1,
+    "nemotron_h": hybrid.nemotron_h,
+    "jamba": hybrid.jamba,
+    "qwen3_next": hybrid.qwen3_next,
+    "minimax": hybrid.minimax,
+    "kimi_linear": hybrid.kimi_linear,
+}
+
+
+def count_params(view: ConfigView, kinds: Kinds) -> int:
+    counter = PARAM_COUNTERS.get(view.family)
+    if counter is None:
+        view.note(f"num_params of model_type {view.family!r} is a Llama-shaped estimate "
+                  "(attention + gated MLP per layer), not an exact count")
+        counter = attn.llama
+    mtp_layers = view.get("num_nextn_predict_layers") or 0
+    if mtp_layers:
+        view.note(f"num_params excludes {mtp_layers} multi-token-prediction layer(s) (not built by transformers)")
+    return counter(view, kinds)

@@ -1,0 +1,147 @@
+"""Parameter counts of hybrid families (attention + recurrent mixers), mirroring transformers' modules."""
+
+from __future__ import annotations
+
+import math
+
+from hkv.model_specs import param_blocks as pb
+from hkv.model_specs.attention_dims import model_head_dim
+from hkv.model_specs.config_view import ConfigView
+from hkv.model_specs.layer_kinds import LayerKind
+from hkv.model_specs.layer_rules import nemotron_layer_types
+from hkv.model_specs.param_count_common import (
+    Kinds, decoder_total, deepseek_moe, dense_mlp, gqa, hidden, is_attention, mla, norms,
+)
+from hkv.model_specs.recurrent_dims import kda_heads_and_dims, mamba1_intermediate, mamba2_dims
+
+
+def _mamba2(view: ConfigView, *, proj_bias: bool, conv_bias: bool, out_bias: bool, gated_norm: bool = True) -> int:
+    d = mamba2_dims(view)
+    return pb.mamba2_mixer(hidden(view), intermediate=d.intermediate, conv_dim=d.conv_dim, n_heads=d.n_heads,
+                           conv_kernel=d.conv_kernel, proj_bias=proj_bias, conv_bias=conv_bias,
+                           out_bias=out_bias, gated_norm=gated_norm)
+
+
+def _bamba_style_mamba2(view: ConfigView) -> int:
+    proj_bias = bool(view.value("mamba_proj_bias"))
+    return _mamba2(view, proj_bias=proj_bias, conv_bias=bool(view.value("mamba_conv_bias")), out_bias=proj_bias)
+
+
+def bamba(view: ConfigView, kinds: Kinds) -> int:
+    mixer = {True: gqa(view), False: _bamba_style_mamba2(view)}
+    ffn = dense_mlp(view, bias=bool(view.value("mlp_bias", False)))
+    return decoder_total(view, [mixer[is_attention(k)] + ffn + norms(view, 2) for k in kinds])
+
+
+def granitemoehybrid(view: ConfigView, kinds: Kinds) -> int:
+    h, experts = hidden(view), view.int_value("num_local_experts")
+    size, shared = view.int_value("intermediate_size"), view.int_value("shared_intermediate_size")
+    moe = pb.linear(h, experts) + pb.routed_experts(experts, h, size) if experts > 0 else 0
+    shared_mlp = pb.linear(h, 2 * shared) + pb.linear(shared, h)  # fused gate|up "input_linear"
+    mixer = {True: gqa(view), False: _bamba_style_mamba2(view)}
+    return decoder_total(view, [mixer[is_attention(k)] + moe + shared_mlp + norms(view, 2) for k in kinds])
+
+
+def falcon_h1(view: ConfigView, kinds: Kinds) -> int:
+    mamba = _mamba2(view, proj_bias=bool(view.value("mamba_proj_bias")),
+                    conv_bias=bool(view.value("mamba_conv_bias")), out_bias=bool(view.value("projectors_bias")),
+                    gated_norm=bool(view.value("mamba_rms_norm")))
+    ffn = dense_mlp(view, bias=bool(view.value("mlp_bias", False)))
+    per_layer = [(gqa(view) if is_attention(k) else 0) + (mamba if LayerKind.RECURRENT in k else 0)
+                 + ffn + norms(view, 2) for k in kinds]
+    return decoder_total(view, per_layer)
+
+
+def nemotron_h(view: ConfigView, kinds: Kinds) -> int:
+    """One norm + one mixer per layer: Mamba2, attention, relu2 MLP or MoE (from the layer list)."""
+    h, mlp_bias = hidden(view), bool(view.value("mlp_bias"))
+    use_bias = bool(view.value("use_bias"))
+    mamba = _mamba2(view, proj_bias=use_bias, conv_bias=bool(view.value("use_conv_bias")), out_bias=use_bias)
+    attention = gqa(view, qkv_bias=False, o_bias=False)  # NemotronHAttention hard-codes bias=False
+    mlp = pb.plain_mlp(h, view.int_value("intermediate_size"), mlp_bias)
+    names = _nemotron_names(view, kinds)
+    per_layer = [norms(view, 1) + {"mamba": mamba, "attention": attention, "mlp": mlp}.get(name, 0)
+                 + (_nemotron_moe(view) if name == "moe" else 0) for name in names]
+    return decoder_total(view, per_layer)
+
+
+def _nemotron_names(view: ConfigView, kinds: Kinds) -> list[str]:
+    """Cacheless Nemotron layers are "mlp" or "moe"; tell them apart from the source list."""
+    raw = nemotron_layer_types(view).names
+    legacy = {"linear_attention": "mamba", "full_attention": "attention"}
+    return [legacy.get(name, name) for name in raw]
+
+
+def _nemotron_moe(view: ConfigView) -> int:
+    h, experts = hidden(view), view.int_value("n_routed_experts")
+    latent = view.get("moe_latent_size")
+    expert_in = h if latent is None else int(latent)
+    latent_proj = 0 if latent is None else 2 * pb.linear(h, expert_in)
+    shared = pb.plain_mlp(h, view.int_value("moe_shared_expert_intermediate_size"), bool(view.value("mlp_bias")))
+    return (pb.linear(h, experts) + pb.routed_experts(experts, expert_in, view.int_value("moe_intermediate_size"),
+                                                      gated=False) + shared + latent_proj)
+
+
+def jamba(view: ConfigView, kinds: Kinds) -> int:
+    h, intermediate = hidden(view), mamba1_intermediate(view)
+    dt_rank_raw = view.value("mamba_dt_rank")
+    dt_rank = math.ceil(h / 16) if dt_rank_raw == "auto" else view.int_value("mamba_dt_rank")
+    mamba = pb.mamba1_mixer(h, intermediate=intermediate, d_state=view.int_value("mamba_d_state"),
+                            d_conv=view.int_value("mamba_d_conv"), dt_rank=dt_rank,
+                            proj_bias=bool(view.value("mamba_proj_bias")),
+                            conv_bias=bool(view.value("mamba_conv_bias")))
+    attention = gqa(view, qkv_bias=False, o_bias=False)
+    experts, size = view.int_value("num_experts"), view.int_value("intermediate_size")
+    period, offset = view.int_value("expert_layer_period"), view.int_value("expert_layer_offset")
+    moe = pb.linear(h, experts) + pb.routed_experts(experts, h, size)
+    per_layer = [(attention if is_attention(k) else mamba)
+                 + (moe if experts > 1 and i % period == offset else dense_mlp(view)) + norms(view, 2)
+                 for i, k in enumerate(kinds)]
+    return decoder_total(view, per_layer)
+
+
+def qwen3_next(view: ConfigView, kinds: Kinds) -> int:
+    h = hidden(view)
+    gdn = pb.gdn_mixer(h, k_heads=view.int_value("linear_num_key_heads"),
+                       v_heads=view.int_value("linear_num_value_heads"),
+                       k_head_dim=view.int_value("linear_key_head_dim"),
+                       v_head_dim=view.int_value("linear_value_head_dim"),
+                       conv_kernel=view.int_value("linear_conv_kernel_dim"))
+    attention = gqa(view, qk_norm=True, q_gate=True)
+    experts, step = view.int_value("num_experts", 0), view.int_value("decoder_sparse_step")
+    mlp_only = set(view.get("mlp_only_layers") or [])
+    moe = (pb.linear(h, experts) + pb.routed_experts(experts, h, view.int_value("moe_intermediate_size"))
+           + dense_mlp(view, "shared_expert_intermediate_size") + pb.linear(h, 1))  # + shared expert gate
+    per_layer = [(attention if is_attention(k) else gdn)
+                 + (moe if i not in mlp_only and experts > 0 and (i + 1) % step == 0 else dense_mlp(view))
+                 + norms(view, 2) for i, k in enumerate(kinds)]
+    return decoder_total(view, per_layer)
+
+
+def minimax(view: ConfigView, kinds: Kinds) -> int:
+    h, experts, size = hidden(view), view.int_value("num_local_experts"), view.int_value("intermediate_size")
+    lightning = pb.lightning_mixer(h, heads=view.int_value("num_attention_heads"), head_dim=model_head_dim(view))
+    moe = pb.linear(h, experts) + pb.routed_experts(experts, h, size)
+    if view.get("shared_intermediate_size"):
+        view.note("shared_intermediate_size > 0: MiniMax shared experts are not counted "
+                  "(transformers' MiniMax has none)")
+    attention = gqa(view, qkv_bias=False, o_bias=False)
+    return decoder_total(view, [(attention if is_attention(k) else lightning) + moe + norms(view, 2)
+                                for k in kinds])
+
+
+def kimi_linear(view: ConfigView, kinds: Kinds) -> int:
+    heads, head_dim, kernel = kda_heads_and_dims(view)
+    kda = pb.kda_mixer(hidden(view), heads=heads, head_dim=head_dim, conv_kernel=kernel)
+    sparse_layers = _kimi_sparse_layers(view, len(kinds))
+    moe = deepseek_moe(view, experts_key="num_experts", shared_key="num_shared_experts")
+    per_layer = [(mla(view) if is_attention(k) else kda) + (moe if i in sparse_layers else dense_mlp(view))
+                 + norms(view, 2) for i, k in enumerate(kinds)]
+    return decoder_total(view, per_layer)
+
+
+def _kimi_sparse_layers(view: ConfigView, num_layers: int) -> set[int]:
+    types = view.get("mlp_layer_types")
+    if types is not None:
+        return {i for i, t in enumerate(types) if t == "sparse"}
+    return set(range(view.int_value("first_k_dense_replace"), num_layers))

@@ -1,0 +1,72 @@
+"""Exact weight bytes of a checkpoint from safetensors headers, without reading any tensor data.
+
+A .safetensors file starts with an 8-byte little-endian header length N, then N bytes of JSON:
+{"<tensor>": {"dtype": "BF16", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {..}}.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from math import prod
+from pathlib import Path
+
+from hkv.model_specs.dtypes import safetensors_dtype_bytes
+from hkv.model_specs.errors import InvalidConfigError
+
+INDEX_FILE = "model.safetensors.index.json"
+_MAX_HEADER_BYTES = 100 * 2**20  # the format caps headers at 100 MB
+
+
+def tensor_bytes_in_file(path: Path) -> int:
+    """Sum over tensors of numel x element size, read from the header of one .safetensors file."""
+    with path.open("rb") as f:
+        raw_len = f.read(8)
+        if len(raw_len) != 8:
+            raise InvalidConfigError(f"{path}: shorter than the 8-byte safetensors header length")
+        (header_len,) = struct.unpack("<Q", raw_len)
+        if header_len > _MAX_HEADER_BYTES:
+            raise InvalidConfigError(f"{path}: header length {header_len} exceeds 100 MB; not a safetensors file")
+        raw_header = f.read(header_len)
+    try:
+        header = json.loads(raw_header)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InvalidConfigError(f"{path}: safetensors header is not valid JSON") from None
+    if not isinstance(header, dict):
+        raise InvalidConfigError(f"{path}: safetensors header must be a JSON object")
+    return sum(_entry_bytes(path, name, entry) for name, entry in header.items() if name != "__metadata__")
+
+
+def _entry_bytes(path: Path, name: str, entry: object) -> int:
+    if not isinstance(entry, dict) or "dtype" not in entry or "shape" not in entry:
+        raise InvalidConfigError(f"{path}: tensor {name!r} lacks dtype/shape in the safetensors header")
+    element_bytes = safetensors_dtype_bytes(str(entry["dtype"]))
+    if element_bytes is not None:
+        return prod(int(d) for d in entry["shape"]) * element_bytes
+    offsets = entry.get("data_offsets")
+    if isinstance(offsets, list) and len(offsets) == 2:
+        return int(offsets[1]) - int(offsets[0])  # sub-byte dtypes (e.g. F4): the stored byte span
+    raise InvalidConfigError(f"{path}: tensor {name!r} has dtype {entry['dtype']!r} of unknown size "
+                             "and no data_offsets")
+
+
+def checkpoint_files(directory: Path) -> list[Path]:
+    """The shards named by model.safetensors.index.json, else every *.safetensors in `directory`."""
+    index = directory / INDEX_FILE
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+            raise InvalidConfigError(f"{index}: expected a JSON object with a 'weight_map'") from None
+        names = sorted(set(weight_map.values()))
+        missing = [n for n in names if not (directory / n).is_file()]
+        if missing:
+            raise InvalidConfigError(f"{index} names shards that are not present: {', '.join(missing[:3])}")
+        return [directory / n for n in names]
+    return sorted(directory.glob("*.safetensors"))
+
+
+def checkpoint_weights_bytes(directory: Path) -> int | None:
+    """Exact bytes of all tensors of the checkpoint in `directory`; None when it has no safetensors."""
+    files = checkpoint_files(directory)
+    return sum(tensor_bytes_in_file(f) for f in files) if files else None
