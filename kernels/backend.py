@@ -34,7 +34,8 @@ def resolve_backend(device: torch.device | str | None = None) -> Backend:
     forced = os.environ.get(BACKEND_ENV_VAR, "").strip().lower()
     if forced not in ("", *BACKENDS):
         raise ValueError(
-            f"{BACKEND_ENV_VAR}={os.environ[BACKEND_ENV_VAR]!r} is not valid; allowed values: {', '.join(BACKENDS)} "
+            f"{BACKEND_ENV_VAR}={os.environ[BACKEND_ENV_VAR]!r} is not valid; "
+            f"allowed values: {', '.join(BACKENDS)} "
             "(or unset for automatic choice)"
         )
     if forced == "triton" and not triton_available():
@@ -81,8 +82,15 @@ def paged_attention_forward(
         from hkv.kernels.paged_attention import paged_attention
 
         return paged_attention(
-            query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params,
-            sinks=sinks, max_query_len=max_query_len,
+            query,
+            key_cache,
+            value_cache,
+            block_table,
+            query_start_loc,
+            seq_lens,
+            params,
+            sinks=sinks,
+            max_query_len=max_query_len,
         )
     return paged_attention_reference(
         query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks=sinks

@@ -25,7 +25,9 @@ def _check_rank(name: str, tensor: torch.Tensor, rank: int, layout: str) -> None
 def _check_dtype(name: str, tensor: torch.Tensor, allowed: tuple[torch.dtype, ...]) -> None:
     if tensor.dtype not in allowed:
         names = ", ".join(str(d).removeprefix("torch.") for d in allowed)
-        raise ValueError(f"{name} must have dtype in ({names}), got {str(tensor.dtype).removeprefix('torch.')}")
+        raise ValueError(
+            f"{name} must have dtype in ({names}), got {str(tensor.dtype).removeprefix('torch.')}"
+        )
 
 
 def _check_same_device(named: dict[str, torch.Tensor]) -> None:
@@ -51,22 +53,37 @@ def check_store_kv_args(
         raise ValueError(f"value shape {tuple(value.shape)} must equal key shape {tuple(key.shape)}")
     if value_cache.shape != key_cache.shape:
         raise ValueError(
-            f"value_cache shape {tuple(value_cache.shape)} must equal key_cache shape {tuple(key_cache.shape)}"
+            f"value_cache shape {tuple(value_cache.shape)} "
+            f"must equal key_cache shape {tuple(key_cache.shape)}"
         )
     if key.shape[1:] != key_cache.shape[2:]:
         raise ValueError(
             f"key [num_tokens, num_kv_heads, head_dim] = {tuple(key.shape)} does not match key_cache "
-            f"[num_blocks, block_size, num_kv_heads, head_dim] = {tuple(key_cache.shape)} in (num_kv_heads, head_dim)"
+            f"[num_blocks, block_size, num_kv_heads, head_dim] = {tuple(key_cache.shape)} "
+            "in (num_kv_heads, head_dim)"
         )
     if slot_mapping.shape[0] != key.shape[0]:
-        raise ValueError(f"slot_mapping has {slot_mapping.shape[0]} entries but key has {key.shape[0]} tokens")
-    for name, tensor in (("key", key), ("value", value), ("key_cache", key_cache), ("value_cache", value_cache)):
+        raise ValueError(
+            f"slot_mapping has {slot_mapping.shape[0]} entries but key has {key.shape[0]} tokens"
+        )
+    for name, tensor in (
+        ("key", key),
+        ("value", value),
+        ("key_cache", key_cache),
+        ("value_cache", value_cache),
+    ):
         _check_dtype(name, tensor, FLOAT_DTYPES)
         if tensor.dtype != key_cache.dtype:
             raise ValueError(f"{name} dtype {tensor.dtype} must equal key_cache dtype {key_cache.dtype}")
     _check_dtype("slot_mapping", slot_mapping, INDEX_DTYPES)
     _check_same_device(
-        {"key": key, "value": value, "key_cache": key_cache, "value_cache": value_cache, "slot_mapping": slot_mapping}
+        {
+            "key": key,
+            "value": value,
+            "key_cache": key_cache,
+            "value_cache": value_cache,
+            "slot_mapping": slot_mapping,
+        }
     )
 
 
@@ -90,7 +107,8 @@ def check_paged_attention_args(
         raise ValueError(f"params must be an AttentionParams, got {type(params).__name__}")
     if value_cache.shape != key_cache.shape:
         raise ValueError(
-            f"value_cache shape {tuple(value_cache.shape)} must equal key_cache shape {tuple(key_cache.shape)}"
+            f"value_cache shape {tuple(value_cache.shape)} "
+            f"must equal key_cache shape {tuple(key_cache.shape)}"
         )
     num_q_heads, head_dim = query.shape[1], query.shape[2]
     num_kv_heads = key_cache.shape[2]
@@ -109,7 +127,11 @@ def check_paged_attention_args(
     for name, tensor in (("key_cache", key_cache), ("value_cache", value_cache)):
         if tensor.dtype != query.dtype:
             raise ValueError(f"{name} dtype {tensor.dtype} must equal query dtype {query.dtype}")
-    for name, tensor in (("block_table", block_table), ("query_start_loc", query_start_loc), ("seq_lens", seq_lens)):
+    for name, tensor in (
+        ("block_table", block_table),
+        ("query_start_loc", query_start_loc),
+        ("seq_lens", seq_lens),
+    ):
         _check_dtype(name, tensor, INDEX_DTYPES)
     named = {
         "query": query,
@@ -137,7 +159,9 @@ def check_triton_launchable(kernel: object, named: dict[str, torch.Tensor]) -> N
     device = next(iter(named.values())).device
     interpreted = type(kernel).__name__ == "InterpretedFunction"
     if interpreted and device.type != "cpu":
-        raise ValueError(f"the Triton interpreter (TRITON_INTERPRET=1) runs on CPU tensors, got tensors on {device}")
+        raise ValueError(
+            f"the Triton interpreter (TRITON_INTERPRET=1) runs on CPU tensors, got tensors on {device}"
+        )
     if not interpreted and device.type != "cuda":
         raise ValueError(
             f"compiled Triton kernels need CUDA tensors, got tensors on {device}; use the torch path "
@@ -146,5 +170,6 @@ def check_triton_launchable(kernel: object, named: dict[str, torch.Tensor]) -> N
     for name, tensor in named.items():
         if tensor.numel() > 0 and tensor.stride(-1) != 1:
             raise ValueError(
-                f"{name} must be contiguous in its last dim (stride(-1) == 1), got strides {tuple(tensor.stride())}"
+                f"{name} must be contiguous in its last dim (stride(-1) == 1), "
+                f"got strides {tuple(tensor.stride())}"
             )

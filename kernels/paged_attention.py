@@ -54,7 +54,8 @@ def _paged_attention_kernel(
     GROUP: tl.constexpr, GROUP_PAD: tl.constexpr,  #
     BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_SIZE: tl.constexpr,  #
     SLIDING_WINDOW: tl.constexpr, CHUNK_SIZE: tl.constexpr,  # 0 = off
-    USE_SOFTCAP: tl.constexpr, USE_SINKS: tl.constexpr, UPCAST: tl.constexpr,  #
+    USE_SOFTCAP: tl.constexpr, USE_SINKS: tl.constexpr,  #
+    UPCAST: tl.constexpr, DOT_PRECISION: tl.constexpr,  # fp32 compute: "ieee", so no silent TF32
 ):
     q_tile = tl.program_id(0)
     seq = tl.program_id(1)
@@ -77,7 +78,8 @@ def _paged_attention_kernel(
     q_pos = first_query_pos + offs_q  # absolute positions, [BLOCK_M]
 
     # q: [BLOCK_M, HEAD_DIM_PAD]; it stays in registers for the whole key loop
-    q_ptrs = Q + (q_start + offs_q)[:, None] * stride_qt + q_head[:, None] * stride_qh + offs_d[None, :] * stride_qd
+    q_rows = Q + (q_start + offs_q)[:, None] * stride_qt + q_head[:, None] * stride_qh
+    q_ptrs = q_rows + offs_d[None, :] * stride_qd
     q = tl.load(q_ptrs, mask=row_valid[:, None] & d_valid[None, :], other=0.0)
     if UPCAST:
         q = q.to(tl.float32)
@@ -106,19 +108,20 @@ def _paged_attention_kernel(
         offs_n = start_n + tl.arange(0, BLOCK_N)  # absolute key positions
         n_valid = offs_n < hi
         # -- gather page ids, then K^T [HEAD_DIM_PAD, BLOCK_N] and V [BLOCK_N, HEAD_DIM_PAD] ----
-        block_ids = tl.load(Block_table + seq * stride_bts + (offs_n // BLOCK_SIZE) * stride_btb, mask=n_valid, other=0)
-        block_ids = block_ids.to(tl.int64)
+        table_ptrs = Block_table + seq * stride_bts + (offs_n // BLOCK_SIZE) * stride_btb
+        block_ids = tl.load(table_ptrs, mask=n_valid, other=0).to(tl.int64)
         row_in_block = offs_n % BLOCK_SIZE
-        kv_mask = n_valid[None, :] & d_valid[:, None]
-        k_ptrs = K_cache + block_ids[None, :] * stride_kb + row_in_block[None, :] * stride_ks + kv_head * stride_kh
-        k = tl.load(k_ptrs + offs_d[:, None] * stride_kd, mask=kv_mask, other=0.0)
-        v_ptrs = V_cache + block_ids[:, None] * stride_vb + row_in_block[:, None] * stride_vs + kv_head * stride_vh
-        v = tl.load(v_ptrs + offs_d[None, :] * stride_vd, mask=tl.trans(kv_mask), other=0.0)
+        k_tokens = block_ids * stride_kb + row_in_block * stride_ks + kv_head * stride_kh  # [BLOCK_N]
+        v_tokens = block_ids * stride_vb + row_in_block * stride_vs + kv_head * stride_vh
+        k_ptrs = K_cache + k_tokens[None, :] + offs_d[:, None] * stride_kd
+        v_ptrs = V_cache + v_tokens[:, None] + offs_d[None, :] * stride_vd
+        k = tl.load(k_ptrs, mask=n_valid[None, :] & d_valid[:, None], other=0.0)
+        v = tl.load(v_ptrs, mask=n_valid[:, None] & d_valid[None, :], other=0.0)
         if UPCAST:
             k = k.to(tl.float32)
             v = v.to(tl.float32)
         # -- compute scores ----
-        s = tl.dot(q, k, input_precision="ieee") * scale
+        s = tl.dot(q, k, input_precision=DOT_PRECISION) * scale
         if USE_SOFTCAP:
             # tanh(x) = 1 - 2 / (exp(2x) + 1): saturates cleanly to +-1 at large |x|
             s = softcap * (1.0 - 2.0 / (tl.exp(2.0 * s / softcap) + 1.0))
@@ -133,12 +136,13 @@ def _paged_attention_kernel(
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         m_i = m_new
 
     # epilogue; padding rows can have no visible key (l_i = 0) and are not stored
     acc = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
-    o_ptrs = Out + (q_start + offs_q)[:, None] * stride_ot + q_head[:, None] * stride_oh + offs_d[None, :] * stride_od
+    o_rows = Out + (q_start + offs_q)[:, None] * stride_ot + q_head[:, None] * stride_oh
+    o_ptrs = o_rows + offs_d[None, :] * stride_od
     tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=row_valid[:, None] & d_valid[None, :])
 
 
@@ -175,7 +179,9 @@ def paged_attention(
     `max_query_len` (the longest run of query tokens of one sequence) sizes the grid; pass it to
     avoid a device sync, otherwise it is read from query_start_loc.
     """
-    check_paged_attention_args(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks)
+    check_paged_attention_args(
+        query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks
+    )
     named = {"query": query, "key_cache": key_cache, "value_cache": value_cache, "block_table": block_table}
     check_triton_launchable(_paged_attention_kernel, named)
     for name, tensor in (("query_start_loc", query_start_loc), ("seq_lens", seq_lens), ("sinks", sinks)):
@@ -196,6 +202,7 @@ def paged_attention(
     block_q, block_n = _tile_sizes(max_query_len, group, head_dim_pad)
     grid = (triton.cdiv(max_query_len, block_q), num_seqs, num_kv_heads)
     interpreted = type(_paged_attention_kernel).__name__ == "InterpretedFunction"
+    upcast = interpreted or query.dtype == torch.float32
     _paged_attention_kernel[grid](
         query, key_cache, value_cache, out, block_table, query_start_loc, seq_lens,  #
         sinks if sinks is not None else query,  # dummy pointer when USE_SINKS is off
@@ -206,6 +213,6 @@ def paged_attention(
         BLOCK_Q=block_q, BLOCK_N=block_n, BLOCK_SIZE=key_cache.shape[1],  #
         SLIDING_WINDOW=params.sliding_window or 0, CHUNK_SIZE=params.chunk_size or 0,  #
         USE_SOFTCAP=params.softcap is not None, USE_SINKS=sinks is not None,  #
-        UPCAST=interpreted or query.dtype == torch.float32,  #
+        UPCAST=upcast, DOT_PRECISION="ieee" if upcast else "tf32",  # "tf32" is moot for 16-bit operands
     )
     return out

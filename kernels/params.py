@@ -32,7 +32,9 @@ class AttentionParams:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"AttentionParams.{name} must be None or an int >= 1, got {value!r}")
         if self.softcap is not None and not (math.isfinite(self.softcap) and self.softcap > 0):
-            raise ValueError(f"AttentionParams.softcap must be None or a finite number > 0, got {self.softcap!r}")
+            raise ValueError(
+                f"AttentionParams.softcap must be None or a finite number > 0, got {self.softcap!r}"
+            )
 
     def first_visible_key(self, query_pos: int) -> int:
         """Smallest key position visible from absolute position `query_pos` (0 when unbounded).

@@ -22,7 +22,7 @@ def store_kv_reference(
     value_cache: torch.Tensor,
     slot_mapping: torch.Tensor,
 ) -> None:
-    """Write key/value[t] into slot slot_mapping[t] of key/value_cache in place; negative slots are skipped."""
+    """Write key/value[t] into slot slot_mapping[t] of key/value_cache in place; skip negative slots."""
     check_store_kv_args(key, value, key_cache, value_cache, slot_mapping)
     num_blocks, block_size = key_cache.shape[0], key_cache.shape[1]
     keep = slot_mapping >= 0
@@ -31,7 +31,9 @@ def store_kv_reference(
         return
     max_slot = int(slots.max())
     if max_slot >= num_blocks * block_size:
-        raise ValueError(f"slot_mapping holds slot {max_slot} but the cache has {num_blocks * block_size} slots")
+        raise ValueError(
+            f"slot_mapping holds slot {max_slot} but the cache has {num_blocks * block_size} slots"
+        )
     block_ids, offsets = slots // block_size, slots % block_size
     # Advanced-index assignment writes through any strides, so cache views stay views.
     key_cache[block_ids, offsets] = key[keep]
@@ -62,16 +64,23 @@ def paged_attention_reference(
     *,
     sinks: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Attention of every packed query token over its sequence's paged K/V; returns [num_tokens, num_q_heads, head_dim]."""
-    check_paged_attention_args(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks)
+    """Attention of each packed query token over its sequence's paged K/V.
+
+    Returns [num_tokens, num_q_heads, head_dim] in query's dtype.
+    """
+    check_paged_attention_args(
+        query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks
+    )
     num_tokens, num_q_heads, head_dim = query.shape
     block_size, num_kv_heads = key_cache.shape[1], key_cache.shape[2]
     group = num_q_heads // num_kv_heads
     starts = query_start_loc.tolist()
     lens = seq_lens.tolist()
-    if starts[0] != 0 or starts[-1] != num_tokens or any(b < a for a, b in zip(starts, starts[1:])):
+    rising = all(a <= b for a, b in zip(starts, starts[1:], strict=False))
+    if starts[0] != 0 or starts[-1] != num_tokens or not rising:
         raise ValueError(
-            f"query_start_loc must rise from 0 to num_tokens = {num_tokens}, got {starts[:8]}{'...' if len(starts) > 8 else ''}"
+            f"query_start_loc must rise from 0 to num_tokens = {num_tokens}, "
+            f"got {starts[:8]}{'...' if len(starts) > 8 else ''}"
         )
     out = torch.zeros_like(query)
     device = query.device
@@ -85,7 +94,8 @@ def paged_attention_reference(
         num_blocks_needed = -(-seq_len // block_size)
         if num_blocks_needed > block_table.shape[1]:
             raise ValueError(
-                f"sequence {seq_id}: seq_len {seq_len} needs {num_blocks_needed} blocks, block_table has {block_table.shape[1]}"
+                f"sequence {seq_id}: seq_len {seq_len} needs {num_blocks_needed} blocks, "
+                f"block_table has {block_table.shape[1]}"
             )
         first_query_pos = seq_len - q_len
         first_key = params.first_visible_key(first_query_pos)
@@ -95,7 +105,7 @@ def paged_attention_reference(
         # k, v: [num_keys, num_kv_heads, head_dim], positions first_key .. seq_len - 1
         k = key_cache[block_ids].flatten(0, 1)[lo:hi].float()
         v = value_cache[block_ids].flatten(0, 1)[lo:hi].float()
-        q = query[q_start:q_end].float().view(q_len, num_kv_heads, group, head_dim)
+        q = query[q_start:q_end].float().reshape(q_len, num_kv_heads, group, head_dim)
 
         logits = torch.einsum("qhgd,khd->hgqk", q, k) * params.scale
         if params.softcap is not None:

@@ -47,8 +47,8 @@ def _store_kv_kernel(
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     mask = (offs_h[:, None] < NUM_KV_HEADS) & (offs_d[None, :] < HEAD_DIM)
     # k, v: [HEADS_PAD, HEAD_DIM_PAD]; a pure copy, so bf16 needs no upcast even in the interpreter.
-    k = tl.load(Key + token * stride_kt + offs_h[:, None] * stride_kh + offs_d[None, :] * stride_kd, mask=mask)
-    v = tl.load(Value + token * stride_vt + offs_h[:, None] * stride_vh + offs_d[None, :] * stride_vd, mask=mask)
+    k = tl.load(Key + token * stride_kt + offs_h[:, None] * stride_kh + offs_d[None, :] * stride_kd, mask)
+    v = tl.load(Value + token * stride_vt + offs_h[:, None] * stride_vh + offs_d[None, :] * stride_vd, mask)
     k_dst = Key_cache + block_id * stride_kcb + offset * stride_kcs
     v_dst = Value_cache + block_id * stride_vcb + offset * stride_vcs
     tl.store(k_dst + offs_h[:, None] * stride_kch + offs_d[None, :] * stride_kcd, k, mask=mask)
@@ -62,7 +62,7 @@ def store_kv(
     value_cache: torch.Tensor,
     slot_mapping: torch.Tensor,
 ) -> None:
-    """Write key/value[t] into slot slot_mapping[t] of key/value_cache in place (Triton); skip negative slots."""
+    """Write key/value[t] into slot slot_mapping[t] of key/value_cache in place; skip negative slots."""
     check_store_kv_args(key, value, key_cache, value_cache, slot_mapping)
     named = {"key": key, "value": value, "key_cache": key_cache, "value_cache": value_cache}
     check_triton_launchable(_store_kv_kernel, named)

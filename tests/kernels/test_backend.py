@@ -8,7 +8,6 @@ import sys
 import pytest
 import torch
 
-import hkv.kernels
 from hkv.kernels import backend
 
 
@@ -17,7 +16,9 @@ def _no_forced_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HKV_ATTENTION", raising=False)
 
 
-@pytest.mark.parametrize(("value", "expected"), [("triton", "triton"), ("torch", "torch"), (" Torch ", "torch")])
+@pytest.mark.parametrize(
+    ("value", "expected"), [("triton", "triton"), ("torch", "torch"), (" Torch ", "torch")]
+)
 def test_env_forces_backend(value: str, expected: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HKV_ATTENTION", value)
     assert backend.resolve_backend("cpu") == expected
@@ -26,7 +27,9 @@ def test_env_forces_backend(value: str, expected: str, monkeypatch: pytest.Monke
 
 def test_invalid_env_value_names_variable_and_choices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HKV_ATTENTION", "flash")
-    with pytest.raises(ValueError, match=r"HKV_ATTENTION='flash' is not valid; allowed values: triton, torch"):
+    with pytest.raises(
+        ValueError, match=r"HKV_ATTENTION='flash' is not valid; allowed values: triton, torch"
+    ):
         backend.resolve_backend()
 
 
@@ -48,8 +51,9 @@ def test_forcing_triton_without_triton_fails(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_entry_points_survive_submodule_imports() -> None:
-    import hkv.kernels.paged_attention  # noqa: F401
-    import hkv.kernels.store_kv  # noqa: F401
+    import hkv.kernels
+    import hkv.kernels.paged_attention
+    import hkv.kernels.store_kv  # noqa: F401  (binds submodule names on the package)
 
     assert callable(hkv.kernels.store_kv_cache) and callable(hkv.kernels.paged_attention_forward)
 
@@ -69,5 +73,7 @@ out = paged_attention_forward(torch.ones(3, 2, 8), kc, vc, torch.tensor([[1]], d
 assert torch.equal(out, torch.ones(3, 2, 8)), out
 assert "triton" not in {m.split(".")[0] for m, v in sys.modules.items() if v is not None}
 """
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env={"HKV_ATTENTION": ""})
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env={"HKV_ATTENTION": ""}
+    )
     assert result.returncode == 0, result.stderr

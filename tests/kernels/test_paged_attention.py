@@ -35,7 +35,14 @@ class Batch:
     sinks: torch.Tensor | None
 
     def args(self) -> tuple[torch.Tensor, ...]:
-        return (self.query, self.key_cache, self.value_cache, self.block_table, self.query_start_loc, self.seq_lens)
+        return (
+            self.query,
+            self.key_cache,
+            self.value_cache,
+            self.block_table,
+            self.query_start_loc,
+            self.seq_lens,
+        )
 
 
 def make_batch(
@@ -59,10 +66,12 @@ def make_batch(
     num_blocks = 1 + sum(blocks_per_seq) + 3  # page 0 is the null page; 3 spare pages stay NaN
     key_cache = torch.full((num_blocks, BLOCK_SIZE, num_kv_heads, HEAD_DIM), float("nan"), dtype=dtype)
     value_cache = torch.full_like(key_cache, float("nan"))
-    block_table = torch.zeros(len(seq_lens), max(blocks_per_seq) + 2, dtype=index_dtype)  # + 2 padding entries
+    block_table = torch.zeros(
+        len(seq_lens), max(blocks_per_seq) + 2, dtype=index_dtype
+    )  # + 2 padding entries
     free_pages = (torch.randperm(num_blocks - 1, generator=gen) + 1).tolist()
     dense_keys, dense_values = [], []
-    for seq_id, (q_len, seq_len) in enumerate(zip(q_lens, seq_lens)):
+    for seq_id, (q_len, seq_len) in enumerate(zip(q_lens, seq_lens, strict=True)):
         k, v = randn(seq_len, num_kv_heads, HEAD_DIM), randn(seq_len, num_kv_heads, HEAD_DIM)
         dense_keys.append(k)
         dense_values.append(v)
@@ -118,8 +127,10 @@ def naive_attention(batch: Batch, params: AttentionParams) -> torch.Tensor:
 
 
 def to_device(batch: Batch, device: torch.device) -> Batch:
-    moved = {name: getattr(batch, name).to(device) for name in ("query", "key_cache", "value_cache", "block_table",
-                                                                "query_start_loc", "seq_lens")}
+    moved = {
+        name: getattr(batch, name).to(device)
+        for name in ("query", "key_cache", "value_cache", "block_table", "query_start_loc", "seq_lens")
+    }
     sinks = batch.sinks.to(device) if batch.sinks is not None else None
     return Batch(**moved, dense_keys=batch.dense_keys, dense_values=batch.dense_values, sinks=sinks)
 
@@ -133,7 +144,9 @@ def check_all_agree(batch: Batch, params: AttentionParams, device: torch.device)
     for name, got in (("reference", reference), ("triton", triton_out)):
         assert got.dtype == batch.query.dtype and got.shape == batch.query.shape, name
         assert not got.isnan().any(), f"{name} produced NaN: a null or unwritten page was read"
-        torch.testing.assert_close(got.double(), expected, atol=atol, rtol=0, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(
+            got.double(), expected, atol=atol, rtol=0, msg=lambda m, name=name: f"{name}: {m}"
+        )
     torch.testing.assert_close(triton_out.double(), reference.double(), atol=atol, rtol=0)
 
 
@@ -189,7 +202,9 @@ def test_sinks_with_sliding_window(dtype: torch.dtype, device: torch.device) -> 
 
 def test_sinks_alone(device: torch.device) -> None:
     params = AttentionParams(scale=HEAD_DIM**-0.5)
-    check_all_agree(make_batch(MIXED_Q_LENS, MIXED_SEQ_LENS, params=params, sinks=True, seed=6), params, device)
+    check_all_agree(
+        make_batch(MIXED_Q_LENS, MIXED_SEQ_LENS, params=params, sinks=True, seed=6), params, device
+    )
 
 
 def test_long_rows_span_several_tiles(device: torch.device) -> None:
@@ -227,8 +242,12 @@ def test_oracle_matches_sdpa() -> None:
         keys = torch.arange(seq_len)[None, :]
         mask = (keys <= pos) & (keys > pos - 7)
         out = F.scaled_dot_product_attention(
-            q.transpose(0, 1), batch.dense_keys[seq_id].double().transpose(0, 1),
-            batch.dense_values[seq_id].double().transpose(0, 1), attn_mask=mask, scale=0.2, enable_gqa=True,
+            q.transpose(0, 1),
+            batch.dense_keys[seq_id].double().transpose(0, 1),
+            batch.dense_values[seq_id].double().transpose(0, 1),
+            attn_mask=mask,
+            scale=0.2,
+            enable_gqa=True,
         ).transpose(0, 1)
         torch.testing.assert_close(out, expected[starts[seq_id] : starts[seq_id + 1]], atol=1e-10, rtol=0)
 
@@ -238,8 +257,15 @@ def test_empty_batch(device: torch.device) -> None:
     batch = to_device(make_batch([1], [3], params=params), device)
     empty = batch.query[:0]
     for fn in (paged_attention, paged_attention_reference):
-        out = fn(empty, batch.key_cache, batch.value_cache, batch.block_table[:0], batch.query_start_loc[:1],
-                 batch.seq_lens[:0], params)
+        out = fn(
+            empty,
+            batch.key_cache,
+            batch.value_cache,
+            batch.block_table[:0],
+            batch.query_start_loc[:1],
+            batch.seq_lens[:0],
+            params,
+        )
         assert out.shape == (0, 4, HEAD_DIM)
 
 
@@ -270,7 +296,8 @@ def test_dispatch_follows_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_arguments_raise(mutate, message: str) -> None:
     params = AttentionParams(scale=1.0)
     batch = make_batch([2, 1], [2, 5], params=params)
-    kwargs = dict(zip(("query", "key_cache", "value_cache", "block_table", "query_start_loc", "seq_lens"), batch.args()))
+    names = ("query", "key_cache", "value_cache", "block_table", "query_start_loc", "seq_lens")
+    kwargs = dict(zip(names, batch.args(), strict=True))
     kwargs["sinks"] = None
     mutate(kwargs)
     for fn in (paged_attention, paged_attention_reference):
@@ -297,7 +324,9 @@ def test_reference_checks_values() -> None:
     with pytest.raises(ValueError, match="needs 5 blocks"):
         paged_attention_reference(*batch.args()[:5], torch.tensor([2, 20], dtype=torch.int32), params)
     with pytest.raises(ValueError, match="query_start_loc must rise"):
-        paged_attention_reference(*batch.args()[:4], torch.tensor([0, 2, 2], dtype=torch.int32), batch.seq_lens, params)
+        paged_attention_reference(
+            *batch.args()[:4], torch.tensor([0, 2, 2], dtype=torch.int32), batch.seq_lens, params
+        )
 
 
 @pytest.mark.parametrize(
