@@ -14,11 +14,12 @@ from hkv.planner.sizes import format_bytes, format_gib
 
 
 def describe_groups(layout: Layout) -> str:
-    """Compact group summary, e.g. "6 sliding (9,9,9,9,8,8) + 1 full (10)"."""
+    """Compact group summary: groups x layers per group, e.g. "6x8-9 sliding + 1x10 full"."""
     parts = []
     for kind, members in groupby(layout.groups, key=lambda g: (g.kind.value, g.pool_id)):
         sizes = [g.num_layers for g in members]
-        parts.append(f"{len(sizes)} {kind[0]} ({','.join(map(str, sizes))})")
+        shown = str(sizes[0]) if len(set(sizes)) == 1 else f"{min(sizes)}-{max(sizes)}"
+        parts.append(f"{len(sizes)}x{shown} {kind[0]}")
     return " + ".join(parts) if parts else "none"
 
 
@@ -53,25 +54,25 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     names = list(plan.reports)
     cmp = Table(title=f"layouts at {plan.primary.capacity.max_model_len:,} tokens per request")
-    cmp.add_column("")
+    cmp.add_column("", no_wrap=True)
     for name in names:
         style = "bold green" if name == cfg.primary_layout else ""
         cmp.add_column(name + (" *" if name == cfg.primary_layout else ""), justify="right", style=style)
     rows = [
         ("groups", lambda r: describe_groups(r.layout)),
-        ("block size (tokens)", lambda r: "/".join(sorted({str(g.block_size) for g in r.layout.groups}, key=int))),
-        ("bytes per block", lambda r: " + ".join(format_bytes(p.bytes_per_block) for p in r.layout.pools)),
+        ("block (tokens)", lambda r: "/".join(sorted({str(g.block_size) for g in r.layout.groups}, key=int))),
+        ("bytes/block", lambda r: " + ".join(format_bytes(p.bytes_per_block) for p in r.layout.pools)),
         ("blocks", lambda r: " + ".join(f"{p.num_blocks:,}" for p in r.layout.pools)),
-        ("padding slots", lambda r: str(r.layout.padding_slots())),
+        ("pad slots", lambda r: str(r.layout.padding_slots())),
         ("waste", lambda r: f"{r.waste_fraction:.1%}"),
-        ("blocks per request", lambda r: f"{r.capacity.blocks_per_request:,}"),
-        ("max concurrency", lambda r: f"{r.capacity.max_concurrency:.2f}x"),
-        ("requests that fit", lambda r: f"{r.capacity.max_num_requests:,}"),
-        ("KV cache tokens", lambda r: f"{r.capacity.kv_cache_tokens:,}"),
-        ("max context, 1 request", lambda r: f"{r.capacity.max_context_len:,}"),
+        ("blocks/request", lambda r: f"{r.capacity.blocks_per_request:,}"),
+        ("concurrency", lambda r: f"{r.capacity.max_concurrency:.2f}x"),
+        ("fit at once", lambda r: f"{r.capacity.max_num_requests:,}"),
+        ("KV tokens", lambda r: f"{r.capacity.kv_cache_tokens:,}"),
+        ("max context", lambda r: f"{r.capacity.max_context_len:,}"),
     ]
     if cfg.concurrency > 1:
-        rows.append((f"max context, {cfg.concurrency} requests",
+        rows.append((f"max ctx x{cfg.concurrency}",
                      lambda r: f"{r.capacity.max_context_len_at_concurrency:,}"))
     for label, cell in rows:
         cmp.add_row(label, *(cell(plan.reports[n]) for n in names))

@@ -36,9 +36,9 @@ def test_plan_json_schema():
 
 
 def test_plan_human_output_names_layouts():
-    result = run("plan", "gemma-3-27b", "--gpu", "h100")
+    result = run("plan", "gemma-3-27b", "--gpu", "h100", env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.stderr
-    for word in ("memory budget", "hkv", "vllm", "partitioned", "max concurrency"):
+    for word in ("memory budget", "hkv", "vllm", "partitioned", "concurrency", "6x8-9 sliding + 1x10 full"):
         assert word in result.stdout
 
 
