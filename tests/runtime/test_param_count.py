@@ -1,0 +1,90 @@
+"""hkv's analytic parameter count equals transformers' own count on tiny random models.
+
+For each family a tiny config (hidden 64, 2-4 layers, vocab 256) is built with transformers, its
+`to_dict()` goes through `from_hf_config`, and `ModelSpec.num_params` must equal
+`sum(p.numel() for p in model.parameters())` exactly (tied weights counted once).
+
+Status: exact for every family listed in FAMILIES below, Gemma 3n's text model and DeepSeek-V3
+included. Not covered: vision/audio towers of multimodal checkpoints (hkv counts the language
+model only), and multi-token-prediction layers (transformers does not build them either).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from hkv.model_specs.from_hf_config import from_hf_config  # noqa: E402
+
+TINY = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=256,
+            intermediate_size=96, max_position_embeddings=512, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+# family -> overrides on TINY; several variants per family exercise biases, tying and MoE placement.
+FAMILIES: dict[str, dict] = {
+    "llama": dict(num_hidden_layers=2),
+    "llama-bias-tied": dict(model_type="llama", num_hidden_layers=2, attention_bias=True, mlp_bias=True,
+                            tie_word_embeddings=True),
+    "qwen3": dict(num_hidden_layers=2),
+    "mistral": dict(num_hidden_layers=2, sliding_window=64),
+    "gemma2": dict(num_hidden_layers=3, sliding_window=32),
+    "gemma3_text": dict(num_hidden_layers=3, sliding_window=32, tie_word_embeddings=False),
+    "cohere2": dict(num_hidden_layers=4, head_dim=None),
+    "gpt_oss": dict(num_hidden_layers=2, num_local_experts=4, sliding_window=32),
+    "llama4_text": dict(num_hidden_layers=4, num_local_experts=4, intermediate_size_mlp=80,
+                        interleave_moe_layer_step=2, attention_chunk_size=32),
+    "qwen3_next": dict(num_hidden_layers=4, num_experts=4, moe_intermediate_size=32,
+                       shared_expert_intermediate_size=48, linear_num_key_heads=2, linear_num_value_heads=4,
+                       linear_key_head_dim=16, linear_value_head_dim=8, mlp_only_layers=[1]),
+    "deepseek_v3": dict(num_hidden_layers=3, n_routed_experts=4, moe_intermediate_size=32, kv_lora_rank=16,
+                        q_lora_rank=24, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16,
+                        first_k_dense_replace=1, n_group=1, topk_group=1, num_experts_per_tok=2),
+    "glm4_moe": dict(num_hidden_layers=3, n_routed_experts=4, moe_intermediate_size=32, first_k_dense_replace=1,
+                     num_experts_per_tok=2, attention_bias=True, use_qk_norm=True),
+    "minimax": dict(num_hidden_layers=4, num_local_experts=4),
+    "kimi_linear": dict(num_hidden_layers=3, num_experts=4, moe_intermediate_size=32, kv_lora_rank=16,
+                        qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, num_experts_per_token=2,
+                        linear_attn_config={"full_attn_layers": [2], "kda_layers": [1, 3], "head_dim": 16,
+                                            "num_heads": 4, "short_conv_kernel_size": 4}),
+    "bamba": dict(num_hidden_layers=3, attn_layer_indices=[1], mamba_n_heads=8, mamba_d_head=16,
+                  mamba_d_state=16, mamba_n_groups=2),
+    "granitemoehybrid": dict(num_hidden_layers=3, layer_types=["mamba", "attention", "mamba"], mamba_n_heads=8,
+                             mamba_d_head=16, mamba_d_state=16, num_local_experts=4, shared_intermediate_size=48),
+    "granite-dense": dict(model_type="granitemoehybrid", num_hidden_layers=2, layer_types=["mamba", "attention"],
+                          mamba_n_heads=8, mamba_d_state=16, num_local_experts=0, shared_intermediate_size=48,
+                          tie_word_embeddings=True),
+    "nemotron_h": dict(hybrid_override_pattern="M*-E", mamba_num_heads=8, mamba_head_dim=16, ssm_state_size=16,
+                       n_groups=2, n_routed_experts=4, moe_intermediate_size=32,
+                       moe_shared_expert_intermediate_size=48),
+    "jamba": dict(num_hidden_layers=4, attn_layer_period=2, attn_layer_offset=1, num_experts=4,
+                  mamba_d_state=8, mamba_dt_rank=8),
+    "falcon_h1": dict(num_hidden_layers=2, mamba_n_heads=8, mamba_d_head=16, mamba_d_state=16, mamba_n_groups=2,
+                      mamba_d_ssm=128),
+    "falcon_h1-norm-bias": dict(model_type="falcon_h1", num_hidden_layers=2, mamba_n_heads=8, mamba_d_head=16,
+                                mamba_d_state=16, mamba_d_ssm=128, mamba_rms_norm=True, projectors_bias=True,
+                                mamba_proj_bias=True, attention_bias=True),
+    "gemma3n_text": dict(num_hidden_layers=4, num_kv_shared_layers=2, vocab_size_per_layer_input=128,
+                         hidden_size_per_layer_input=8, laurel_rank=4, sliding_window=32,
+                         layer_types=["sliding_attention", "full_attention"] * 2,
+                         activation_sparsity_pattern=[0.0] * 4),
+}
+
+
+def _tiny_config(variant: str):
+    overrides = dict(FAMILIES[variant])
+    model_type = overrides.pop("model_type", variant)
+    kwargs = {**TINY, **overrides}
+    return transformers.AutoConfig.for_model(model_type, **{k: v for k, v in kwargs.items() if v is not None})
+
+
+@pytest.mark.parametrize("variant", sorted(FAMILIES))
+def test_num_params_equals_transformers(variant: str) -> None:
+    config = _tiny_config(variant)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(copy.deepcopy(config))
+    expected = sum(p.numel() for p in model.parameters())
+    spec = from_hf_config(config.to_dict(), variant)
+    assert spec.num_params == expected, f"{variant}: hkv {spec.num_params} vs transformers {expected}"
