@@ -1,0 +1,19 @@
+"""hkv.runtime: the hybrid KV cache manager, its scheduler and the capacity probe."""
+
+from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.block_tables import BlockTables
+from hkv.runtime.cache_config import CacheConfig, EvictionPolicy
+from hkv.runtime.cache_stats import CacheStats
+from hkv.runtime.capacity_probe import probe_capacity
+from hkv.runtime.errors import OutOfBlocksError, RequestTooLongError, RuntimeCacheError
+from hkv.runtime.kv_cache_manager import ComputedBlocks, KVCacheManager
+from hkv.runtime.request import Request, RequestStatus
+from hkv.runtime.scheduler import Scheduler, SchedulerConfig
+from hkv.runtime.scheduler_output import ScheduledRequest, SchedulerOutput
+
+__all__ = [
+    "NULL_BLOCK_ID", "BlockPool", "BlockTables", "CacheConfig", "CacheStats", "ComputedBlocks",
+    "EvictionPolicy", "KVCacheManager", "OutOfBlocksError", "Request", "RequestStatus",
+    "RequestTooLongError", "RuntimeCacheError", "Scheduler", "SchedulerConfig", "ScheduledRequest",
+    "SchedulerOutput", "probe_capacity",
+]

@@ -1,0 +1,73 @@
+"""Chained prefix block hashes.
+
+    h_0 = H(0x00 | tokens[0:hb] | extra)        h_i = H(0x01 | h_{i-1} | tokens[i*hb:(i+1)*hb])
+
+H is BLAKE2b with a 16-byte (128-bit) digest; token ids are packed as little-endian int64, so
+hashes are equal across processes and machines (no Python `hash()`). `extra` (a cache salt)
+only enters the first block, which makes every later hash of the chain depend on it.
+
+Hashes are computed at `hash_block_size` = gcd of the group block sizes. A coarser group (block
+size k * hash_block_size) names its block i by the fine hash at the block's end,
+`fine[(i + 1) * k - 1]`: chained, that hash identifies the whole prefix up to the block's end.
+"""
+
+from __future__ import annotations
+
+import struct
+from hashlib import blake2b
+
+from hkv.runtime.request import Request
+
+DIGEST_BYTES = 16
+
+
+def first_block_hash(token_bytes: bytes, cache_salt: str | None) -> bytes:
+    hasher = blake2b(b"\x00", digest_size=DIGEST_BYTES)
+    hasher.update(token_bytes)
+    if cache_salt is not None:
+        salt = cache_salt.encode()
+        hasher.update(struct.pack("<Q", len(salt)))
+        hasher.update(salt)
+    return hasher.digest()
+
+
+def next_block_hash(parent: bytes, token_bytes: bytes) -> bytes:
+    hasher = blake2b(b"\x01", digest_size=DIGEST_BYTES)
+    hasher.update(parent)
+    hasher.update(token_bytes)
+    return hasher.digest()
+
+
+class BlockHasher:
+    """Appends the hashes of a request's newly full hash blocks to `request.block_hashes`."""
+
+    def __init__(self, hash_block_size: int) -> None:
+        if hash_block_size < 1:
+            raise ValueError(f"hash_block_size must be >= 1, got {hash_block_size}")
+        self.hash_block_size = hash_block_size
+        self._pack = struct.Struct(f"<{hash_block_size}q").pack
+
+    def hash_tokens(self, token_ids: list[int], cache_salt: str | None = None) -> list[bytes]:
+        """Hashes of every full hash block of `token_ids` (for tests and offline use)."""
+        request = Request("hash", token_ids, max_output_len=1, cache_salt=cache_salt)
+        self.extend(request)
+        return request.block_hashes
+
+    def extend(self, request: Request) -> None:
+        """Hash each full hash block of the request's tokens that has no hash yet. Each block is
+        hashed once over the request's lifetime; cost is O(new tokens)."""
+        hashes = request.block_hashes
+        size = self.hash_block_size
+        num_full = len(request.token_ids) // size
+        start = len(hashes)
+        if start >= num_full:
+            return
+        tokens, pack = request.token_ids, self._pack
+        parent = hashes[-1] if hashes else None
+        for i in range(start, num_full):
+            token_bytes = pack(*tokens[i * size:(i + 1) * size])
+            if parent is None:
+                parent = first_block_hash(token_bytes, request.cache_salt)
+            else:
+                parent = next_block_hash(parent, token_bytes)
+            hashes.append(parent)

@@ -1,0 +1,202 @@
+"""BlockPool: the physical blocks of one Pool of the Layout.
+
+It knows block ids, reference counts, the free queue and the prefix-cache map, and nothing about
+attention kinds, tokens or requests. Block 0 is the null block: it stands in for skipped
+positions in block tables, is never handed out, never freed and never cached.
+
+Block states (every usable block is in exactly one):
+    in use       ref_cnt > 0, not queued, owned by one group (hashed or not)
+    free         ref_cnt == 0, queued, no hash, no group
+    cached-free  ref_cnt == 0, queued, hashed under (block hash, group id): a prefix-cache entry
+                 that is reused on a hit and evicted (hash dropped) when popped for allocation
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+
+from hkv.runtime.free_block_queue import FreeBlockQueue
+
+NULL_BLOCK_ID = 0
+
+EvictListener = Callable[["BlockPool", int, int], None]  # (pool, block id, group id)
+
+
+class BlockPool:
+    """`num_blocks` blocks of one pool (null block included) shared by the groups placed in it."""
+
+    def __init__(self, pool_id: int, num_blocks: int, num_groups: int) -> None:
+        if num_blocks < 1:
+            raise ValueError(f"pool {pool_id} needs at least the null block, got {num_blocks} blocks")
+        self.pool_id = pool_id
+        self.num_blocks = num_blocks
+        self.ref_cnt = [0] * num_blocks
+        self.block_hash: list[bytes | None] = [None] * num_blocks
+        self.block_group: list[int | None] = [None] * num_blocks
+        self.num_in_use_by_group = [0] * num_groups
+        self.num_evictions = 0
+        self.num_replaced = 0  # cached-free duplicates dropped in favour of an in-use copy
+        # The prefix-cache map keyed by (block hash, group id): one dict per group id.
+        self._cached: list[dict[bytes, int]] = [{} for _ in range(num_groups)]
+        self._queue = FreeBlockQueue(num_blocks, range(1, num_blocks))
+        self._evict_listener: EvictListener | None = None
+
+    @property
+    def num_usable_blocks(self) -> int:
+        return self.num_blocks - 1
+
+    @property
+    def num_free_blocks(self) -> int:
+        """Free plus cached-free blocks: what an allocation can take."""
+        return len(self._queue)
+
+    def set_evict_listener(self, listener: EvictListener | None) -> None:
+        """Call `listener(pool, block_id, group_id)` after a cached block is evicted."""
+        self._evict_listener = listener
+
+    def get_cached_block(self, block_hash: bytes, group_id: int) -> int | None:
+        return self._cached[group_id].get(block_hash)
+
+    def cached_map(self, group_id: int) -> dict[bytes, int]:
+        """The live hash -> block id map of a group; read it, never mutate it."""
+        return self._cached[group_id]
+
+    def allocate(self, num_blocks: int, group_id: int) -> list[int]:
+        """Pop `num_blocks` blocks from the front of the free queue for `group_id`, ref_cnt 1.
+
+        Popped cached blocks are evicted (their map entry dropped). The caller checks
+        `num_free_blocks` first; asking for more raises AssertionError.
+        """
+        assert num_blocks <= len(self._queue), (
+            f"pool {self.pool_id}: {num_blocks} blocks asked, {len(self._queue)} free")
+        queue, block_hash, ref_cnt, block_group = self._queue, self.block_hash, self.ref_cnt, self.block_group
+        block_ids = []
+        for _ in range(num_blocks):
+            block_id = queue.popleft()
+            old_hash = block_hash[block_id]
+            if old_hash is not None:
+                self._evict(block_id, old_hash)
+            ref_cnt[block_id] = 1
+            block_group[block_id] = group_id
+            block_ids.append(block_id)
+        self.num_in_use_by_group[group_id] += num_blocks
+        return block_ids
+
+    def _evict(self, block_id: int, old_hash: bytes) -> None:
+        group_id = self.block_group[block_id]
+        assert group_id is not None
+        del self._cached[group_id][old_hash]
+        self.block_hash[block_id] = None
+        self.num_evictions += 1
+        if self._evict_listener is not None:
+            self._evict_listener(self, block_id, group_id)
+
+    def touch(self, block_ids: Iterable[int], group_id: int) -> None:
+        """Take one more reference on each non-null block (cache hits); free ones leave the queue."""
+        ref_cnt, queue = self.ref_cnt, self._queue
+        for block_id in block_ids:
+            if block_id == NULL_BLOCK_ID:
+                continue
+            assert self.block_group[block_id] == group_id, (
+                f"block {block_id} of group {self.block_group[block_id]} touched for group {group_id}")
+            if ref_cnt[block_id] == 0:
+                queue.remove(block_id)
+                self.num_in_use_by_group[group_id] += 1
+            ref_cnt[block_id] += 1
+
+    def release(self, block_id: int) -> None:
+        """Drop one reference. At zero the block is queued: cached ones at the back (evicted last,
+        LRU), uncached ones at the front (reused first)."""
+        ref = self.ref_cnt[block_id] - 1
+        assert ref >= 0 and block_id != NULL_BLOCK_ID, f"release of free or null block {block_id}"
+        self.ref_cnt[block_id] = ref
+        if ref:
+            return
+        group_id = self.block_group[block_id]
+        assert group_id is not None
+        self.num_in_use_by_group[group_id] -= 1
+        if self.block_hash[block_id] is None:
+            self.block_group[block_id] = None
+            self._queue.appendleft(block_id)
+        else:
+            self._queue.append(block_id)
+
+    def cache_block(self, block_id: int, block_hash: bytes, group_id: int) -> bool:
+        """Register an in-use block under (block_hash, group_id). Returns False (no change) if the
+        block is already hashed or another in-use block holds that key; a cached-free block
+        holding the key (an identical copy) loses it and becomes a plain free block."""
+        assert self.ref_cnt[block_id] > 0 and self.block_group[block_id] == group_id
+        if self.block_hash[block_id] is not None:
+            return False
+        cached = self._cached[group_id]
+        holder = cached.get(block_hash)
+        if holder is not None:
+            if self.ref_cnt[holder] > 0:
+                return False
+            # The key is held by a cached-free duplicate: keep the in-use copy, free the other.
+            self.block_hash[holder] = None
+            self.block_group[holder] = None
+            self._queue.move_to_front(holder)
+            self.num_replaced += 1
+        cached[block_hash] = block_id
+        self.block_hash[block_id] = block_hash
+        return True
+
+    def demote(self, block_id: int) -> None:
+        """Move a cached-free block to the front of the queue: it is evicted next."""
+        assert self.ref_cnt[block_id] == 0 and self.block_hash[block_id] is not None
+        self._queue.move_to_front(block_id)
+
+    def is_cached_free(self, block_id: int) -> bool:
+        return self.ref_cnt[block_id] == 0 and self.block_hash[block_id] is not None
+
+    def check_integrity(self, references: Sequence[tuple[int, int]]) -> None:
+        """Verify every invariant of the pool against the live `references`, one
+        (block id, group id) pair per reference a request holds. Raises AssertionError."""
+        tag = f"pool {self.pool_id}"
+        self._queue.check_integrity()
+        counts = Counter(block_id for block_id, _ in references)
+        for block_id, group_id in references:
+            assert 0 < block_id < self.num_blocks, f"{tag}: reference to block {block_id}"
+            assert self.block_group[block_id] == group_id, (
+                f"{tag}: block {block_id} owned by group {self.block_group[block_id]}, "
+                f"referenced by group {group_id} (a block in two groups?)")
+        assert self.ref_cnt[NULL_BLOCK_ID] == 0 and NULL_BLOCK_ID not in self._queue, f"{tag}: null block"
+        assert self.block_hash[NULL_BLOCK_ID] is None, f"{tag}: null block is hashed"
+        num_free = num_cached_free = num_in_use = 0
+        in_use_by_group = [0] * len(self.num_in_use_by_group)
+        for block_id in range(1, self.num_blocks):
+            ref = self.ref_cnt[block_id]
+            assert ref == counts[block_id], (
+                f"{tag}: block {block_id} ref_cnt {ref} != {counts[block_id]} live references")
+            queued = block_id in self._queue
+            assert queued == (ref == 0), f"{tag}: block {block_id} ref_cnt {ref} but queued={queued}"
+            group_id = self.block_group[block_id]
+            block_hash = self.block_hash[block_id]
+            if ref:
+                num_in_use += 1
+                assert group_id is not None, f"{tag}: in-use block {block_id} has no group"
+                in_use_by_group[group_id] += 1
+            elif block_hash is None:
+                num_free += 1
+                assert group_id is None, f"{tag}: free block {block_id} still owned by group {group_id}"
+            else:
+                num_cached_free += 1
+            if block_hash is not None:
+                assert group_id is not None and self._cached[group_id].get(block_hash) == block_id, (
+                    f"{tag}: block {block_id} hashed but not in the map of group {group_id}")
+        assert num_free + num_cached_free + num_in_use == self.num_usable_blocks, f"{tag}: lost blocks"
+        assert in_use_by_group == self.num_in_use_by_group, (
+            f"{tag}: in-use counters {self.num_in_use_by_group} != {in_use_by_group}")
+        num_entries = 0
+        for group_id, cached in enumerate(self._cached):
+            for block_hash, block_id in cached.items():
+                num_entries += 1
+                assert 0 < block_id < self.num_blocks, f"{tag}: map entry -> block {block_id}"
+                assert self.block_hash[block_id] == block_hash, (
+                    f"{tag}: map entry of group {group_id} -> block {block_id} whose hash differs")
+                assert self.block_group[block_id] == group_id, (
+                    f"{tag}: map entry of group {group_id} -> block {block_id} of another group")
+        num_hashed = sum(h is not None for h in self.block_hash)
+        assert num_entries == num_hashed, f"{tag}: {num_entries} map entries, {num_hashed} hashed blocks"

@@ -1,0 +1,29 @@
+"""ChunkedLocalManager: token t attends only within its chunk [floor(t / C) * C, t].
+
+    computed n = 9, C = 4, block_size = 2:   skipped tokens = floor(9 / 4) * 4 = 8
+    tokens   0 1 | 2 3 | 4 5 | 6 7 | 8 .
+    blocks   NULL  NULL  NULL  NULL   b4
+
+A hit at a chunk boundary needs no block at all; inside a chunk it needs the chunk's blocks.
+"""
+
+from __future__ import annotations
+
+from hkv.model_specs.cache_spec import CacheKind
+from hkv.runtime.kind_manager import KindManager
+
+
+class ChunkedLocalManager(KindManager):
+    kind = CacheKind.CHUNKED
+
+    @property
+    def chunk_len(self) -> int:
+        chunk = self.group.spec.chunk_len  # type: ignore[union-attr]
+        assert chunk is not None
+        return chunk
+
+    def num_skipped_blocks(self, num_computed: int) -> int:
+        return num_computed // self.chunk_len * self.chunk_len // self.block_size
+
+    def next_release_len(self, num_computed: int) -> int | None:
+        return (num_computed // self.chunk_len + 1) * self.chunk_len

@@ -1,0 +1,142 @@
+"""KindManager: the per-group block policy of one cache kind (the base of the four managers).
+
+A manager is stateless apart from counters: a request's blocks for its group live in
+`request.block_ids[group_id]`, indexed by block position. What differs between kinds is which
+leading blocks a request no longer needs once `num_computed` tokens are computed:
+
+    num_skipped_blocks(num_computed) = k   ->   block_ids[g][:k] are (or become) the null block
+
+The same function defines the prefix-cache hit rule: a hit of `p` tokens needs exactly the
+blocks [num_skipped_blocks(p), p // block_size) to be cached in this group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from hkv.model_specs.cache_spec import CacheKind
+from hkv.planner.layout import KVCacheGroup, cdiv
+from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.request import Request
+
+IsCached = Callable[[int], bool]  # block position -> cached in every group of a lookup batch
+
+
+class KindManager:
+    """Block policy of one KV cache group; subclasses set `kind` and `num_skipped_blocks`."""
+
+    kind: ClassVar[CacheKind]
+    # True when the accepted hit lengths are downward closed (a hit of p implies every shorter
+    # aligned hit): the coordinator then evaluates the lookup once instead of per candidate.
+    hits_downward_closed: ClassVar[bool] = False
+
+    def __init__(self, group: KVCacheGroup, group_id: int, pool: BlockPool, hash_block_size: int) -> None:
+        if group.block_size % hash_block_size:
+            raise ValueError(f"group {group_id}: block_size {group.block_size} is not a multiple "
+                             f"of hash_block_size {hash_block_size}")
+        self.group = group
+        self.group_id = group_id
+        self.pool = pool
+        self.block_size = group.block_size
+        self.hash_stride = group.block_size // hash_block_size  # fine hashes per block
+        self.num_early_released_blocks = 0  # released before the request ended
+
+    # ---- kind rules -------------------------------------------------------------------------
+
+    def num_skipped_blocks(self, num_computed: int) -> int:
+        """Leading blocks a request with `num_computed` computed tokens no longer needs."""
+        raise NotImplementedError
+
+    def next_release_len(self, num_computed: int) -> int | None:
+        """Smallest num_computed' > num_computed at which `num_skipped_blocks` may grow; None
+        if it never does."""
+        raise NotImplementedError
+
+    # ---- prefix-cache lookup (reads only) ---------------------------------------------------
+
+    def longest_hit_len(self, is_cached: IsCached, max_len: int, alignment: int) -> int:
+        """Longest hit p <= max_len, p a multiple of `alignment` (itself a multiple of
+        block_size), whose needed blocks are all cached. 0 always qualifies.
+
+        Scans right to left: the candidate end e (in blocks) drops below the first miss, and
+        every block position is probed at most once.
+        """
+        size = self.block_size
+        step = alignment // size
+        end = max_len // alignment * step
+        pos = end - 1
+        while end > 0:
+            first = self.num_skipped_blocks(end * size)
+            while pos >= first and is_cached(pos):
+                pos -= 1
+            if pos < first:
+                return end * size
+            end = pos // step * step
+            pos = end - 1
+        return 0
+
+    def hit_first_block(self, hit_len: int) -> int:
+        """Blocks before this position are the null block in a hit of `hit_len` tokens."""
+        return self.num_skipped_blocks(hit_len) if hit_len else 0
+
+    # ---- request lifecycle -------------------------------------------------------------------
+
+    def num_blocks_to_allocate(self, request: Request, hit_blocks: Sequence[int], num_tokens: int,
+                               num_main_tokens: int) -> int:
+        """Blocks to pop so the request holds `num_tokens` slots (`num_main_tokens` without
+        lookahead) after adopting `hit_blocks`, net of blocks it returns to the free queue first."""
+        num_held = len(request.block_ids[self.group_id]) + len(hit_blocks)
+        return max(0, cdiv(num_tokens, self.block_size) - num_held)
+
+    def allocate_new_blocks(self, request: Request, num_tokens: int, num_main_tokens: int) -> list[int]:
+        """Append blocks so the table covers `num_tokens` tokens; returns the new block ids.
+        The caller has checked `num_blocks_to_allocate` against the pool."""
+        blocks = request.block_ids[self.group_id]
+        num_new = cdiv(num_tokens, self.block_size) - len(blocks)
+        if num_new <= 0:
+            return []
+        new_blocks = self.pool.allocate(num_new, self.group_id)
+        blocks.extend(new_blocks)
+        return new_blocks
+
+    def remove_skipped_blocks(self, request: Request, num_computed: int) -> None:
+        """Release the blocks that fell out of what `num_computed` computed tokens still need and
+        put the null block in their place (cache them first: see `cache_blocks`)."""
+        gid = self.group_id
+        start = request.num_skipped_blocks[gid]
+        blocks = request.block_ids[gid]
+        stop = min(self.num_skipped_blocks(num_computed), len(blocks))
+        if stop <= start:
+            return
+        release = self.pool.release
+        # Tail first: a released cached block goes to the LRU back, so later positions of the
+        # prefix are evicted before the earlier positions they depend on.
+        for pos in range(stop - 1, start - 1, -1):
+            block_id = blocks[pos]
+            if block_id != NULL_BLOCK_ID:
+                release(block_id)
+                blocks[pos] = NULL_BLOCK_ID
+                self.num_early_released_blocks += 1
+        request.num_skipped_blocks[gid] = stop
+
+    def cache_blocks(self, request: Request, num_computed: int) -> None:
+        """Register the request's blocks whose tokens are all computed under their prefix hash.
+        `request.block_hashes` must cover `num_computed` tokens."""
+        gid = self.group_id
+        start = request.num_cached_blocks[gid]
+        blocks = request.block_ids[gid]
+        stop = min(num_computed // self.block_size, len(blocks))
+        if stop <= start:
+            return
+        hashes, stride, cache_block = request.block_hashes, self.hash_stride, self.pool.cache_block
+        for pos in range(start, stop):
+            block_id = blocks[pos]
+            if block_id != NULL_BLOCK_ID:
+                cache_block(block_id, hashes[(pos + 1) * stride - 1], gid)
+        request.num_cached_blocks[gid] = stop
+
+    def max_blocks_held(self, num_computed: int, num_tokens: int) -> int:
+        """Most non-null blocks a request may hold after a step computing tokens
+        [num_computed, num_tokens) (tests and integrity checks)."""
+        return cdiv(num_tokens, self.block_size) - self.num_skipped_blocks(num_computed)

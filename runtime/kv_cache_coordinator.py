@@ -1,0 +1,202 @@
+"""KVCacheCoordinator: fans request operations out over every group and finds hybrid hits.
+
+A hybrid hit of p tokens must be accepted by every group at once (full: [0, p) cached; sliding:
+the last W - 1 tokens before p; chunked: p's chunk so far; recurrent: the checkpoint at p) and p
+must be a multiple of every group's block size (their lcm). The longest such p is found by a
+fixed point: start from the longest candidate, let each kind lower it to the longest hit it
+accepts at or below it, repeat until every kind accepts it. Groups with the same kind, spec,
+block size and pool form one lookup batch (a block position is cached only if cached in all of
+them), so Gemma-3's six sliding groups cost one lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import gcd, lcm
+
+from hkv.model_specs.cache_spec import CacheKind
+from hkv.planner.layout import KVCacheGroup, Layout
+from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.chunked_local_manager import ChunkedLocalManager
+from hkv.runtime.full_attention_manager import FullAttentionManager
+from hkv.runtime.kind_manager import IsCached, KindManager
+from hkv.runtime.recurrent_state_manager import RecurrentStateManager
+from hkv.runtime.request import Request
+from hkv.runtime.sliding_window_manager import SlidingWindowManager
+
+MANAGER_BY_KIND: dict[CacheKind, type[KindManager]] = {
+    CacheKind.FULL: FullAttentionManager,
+    CacheKind.SLIDING: SlidingWindowManager,
+    CacheKind.CHUNKED: ChunkedLocalManager,
+    CacheKind.RECURRENT: RecurrentStateManager,
+}
+
+HitBlocks = tuple[Sequence[int], ...]  # per group: the block table prefix of a hit
+
+
+class _LookupBatch:
+    """Groups that share one hit rule; a position is cached only if cached in all of them."""
+
+    def __init__(self, managers: list[KindManager]) -> None:
+        self.manager = managers[0]
+        self.maps = [m.pool.cached_map(m.group_id) for m in managers]
+        self.stride = self.manager.hash_stride
+
+    def is_cached_fn(self, block_hashes: list[bytes]) -> IsCached:
+        stride, maps = self.stride, self.maps
+        if len(maps) == 1:
+            only = maps[0]
+            return lambda pos: block_hashes[(pos + 1) * stride - 1] in only
+        return lambda pos: all(block_hashes[(pos + 1) * stride - 1] in m for m in maps)
+
+
+def _batch_key(group: KVCacheGroup) -> tuple[object, ...]:
+    return (group.kind, group.spec, group.block_size, group.pool_id, group.num_state_blocks)
+
+
+class KVCacheCoordinator:
+    """One manager per group of the Layout over the pools they draw from."""
+
+    def __init__(self, layout: Layout, pools: dict[int, BlockPool]) -> None:
+        if not layout.groups:
+            raise ValueError(f"layout {layout.name!r} has no KV cache groups")
+        sizes = [g.block_size for g in layout.groups]
+        self.hash_block_size = gcd(*sizes)
+        self.hit_alignment = lcm(*sizes)
+        self.managers: list[KindManager] = [
+            MANAGER_BY_KIND[g.kind](g, gid, pools[g.pool_id], self.hash_block_size)
+            for gid, g in enumerate(layout.groups)
+        ]
+        self.num_groups = len(self.managers)
+        self.pool_list = [pools[p.pool_id] for p in layout.pools if layout.groups_of(p.pool_id)]
+        self._pool_index = {id(pool): i for i, pool in enumerate(self.pool_list)}
+        self.pool_index_of_group = [self._pool_index[id(m.pool)] for m in self.managers]
+        by_key: dict[tuple[object, ...], list[KindManager]] = {}
+        for group, manager in zip(layout.groups, self.managers):
+            by_key.setdefault(_batch_key(group), []).append(manager)
+        batches = [_LookupBatch(ms) for ms in by_key.values()]
+        self._closed_batches = [b for b in batches if b.manager.hits_downward_closed]
+        self._open_batches = [b for b in batches if not b.manager.hits_downward_closed]
+
+    # ---- prefix-cache lookup (reads only) ---------------------------------------------------
+
+    def closed_hit_len(self, block_hashes: list[bytes], max_len: int) -> int:
+        """Longest hit (aligned, <= max_len) of the downward-closed kinds alone (full attention)."""
+        alignment = self.hit_alignment
+        hit = max_len // alignment * alignment
+        for batch in self._closed_batches:
+            hit = batch.manager.longest_hit_len(batch.is_cached_fn(block_hashes), hit, alignment)
+        return hit
+
+    def find_longest_cache_hit(self, block_hashes: list[bytes], max_len: int,
+                               closed_len: int | None = None) -> int:
+        """Longest p <= max_len that every group accepts (0 if none), aligned to every block size.
+
+        `block_hashes` must cover max_len tokens. `closed_len`, when given, replaces the lookup of
+        the downward-closed kinds by a known bound on their hit.
+        """
+        alignment = self.hit_alignment
+        if closed_len is None:
+            hit = self.closed_hit_len(block_hashes, max_len)
+        else:
+            hit = min(max_len, closed_len) // alignment * alignment
+        batches = self._open_batches
+        num_batches = len(batches)
+        fns = [b.is_cached_fn(block_hashes) for b in batches]
+        num_accepting, i = 0, 0
+        while num_accepting < num_batches and hit > 0:
+            lowered = batches[i].manager.longest_hit_len(fns[i], hit, alignment)
+            if lowered == hit:
+                num_accepting += 1
+            else:
+                hit, num_accepting = lowered, 1
+            i = (i + 1) % num_batches
+        return hit
+
+    def hit_blocks(self, block_hashes: list[bytes], hit_len: int) -> tuple[list[int], ...]:
+        """Per group, the block table prefix of a hit of `hit_len` tokens (an accepted length)."""
+        result = []
+        for m in self.managers:
+            first = m.hit_first_block(hit_len)
+            cached, stride = m.pool.cached_map(m.group_id), m.hash_stride
+            blocks = [NULL_BLOCK_ID] * first
+            blocks.extend(cached[block_hashes[(pos + 1) * stride - 1]]
+                          for pos in range(first, hit_len // m.block_size))
+            result.append(blocks)
+        return tuple(result)
+
+    # ---- request lifecycle -------------------------------------------------------------------
+
+    def init_tables(self, request: Request) -> None:
+        num_groups = self.num_groups
+        request.block_ids = [[] for _ in range(num_groups)]
+        request.num_cached_blocks = [0] * num_groups
+        request.num_skipped_blocks = [0] * num_groups
+
+    def cache_blocks(self, request: Request, num_computed: int) -> None:
+        for m in self.managers:
+            m.cache_blocks(request, num_computed)
+
+    def remove_skipped_blocks(self, request: Request, num_computed: int) -> None:
+        for m in self.managers:
+            m.remove_skipped_blocks(request, num_computed)
+
+    def num_blocks_to_allocate(self, request: Request, hit: HitBlocks | None, num_tokens: int,
+                               num_main_tokens: int) -> list[int]:
+        """Per pool (in `pool_list` order): free blocks the step consumes, counting hit blocks
+        taken out of the free queue (cached-free ones) and blocks released before popping."""
+        needs = [0] * len(self.pool_list)
+        for m, pool_index in zip(self.managers, self.pool_index_of_group):
+            hit_blocks = hit[m.group_id] if hit is not None else []
+            need = m.num_blocks_to_allocate(request, hit_blocks, num_tokens, num_main_tokens)
+            if hit_blocks:
+                ref_cnt = m.pool.ref_cnt
+                need += sum(1 for b in hit_blocks if b != NULL_BLOCK_ID and ref_cnt[b] == 0)
+            needs[pool_index] += need
+        return needs
+
+    def fits(self, needs: list[int]) -> bool:
+        return all(need <= pool.num_free_blocks for need, pool in zip(needs, self.pool_list))
+
+    def adopt_hit(self, request: Request, hit: HitBlocks, hit_len: int) -> None:
+        """Take a reference on every hit block of every group before anything is allocated, so
+        one group's allocation cannot evict another group's hit."""
+        for m, blocks in zip(self.managers, hit):
+            gid = m.group_id
+            assert not request.block_ids[gid], "hits are adopted only by a request holding nothing"
+            m.pool.touch(blocks, gid)
+            request.block_ids[gid] = list(blocks)
+            request.num_cached_blocks[gid] = len(blocks)
+            request.num_skipped_blocks[gid] = m.hit_first_block(hit_len)
+
+    def allocate_new_blocks(self, request: Request, num_tokens: int,
+                            num_main_tokens: int) -> tuple[list[int], ...]:
+        return tuple(m.allocate_new_blocks(request, num_tokens, num_main_tokens) for m in self.managers)
+
+    def set_steady_bounds(self, request: Request, num_computed: int, enable_caching: bool) -> None:
+        """Record until when allocate_slots has nothing to do for this request (see Request)."""
+        until_computed: int | None = None
+        until_tokens: int | None = None
+        for m in self.managers:
+            size = m.block_size
+            bound = m.next_release_len(num_computed)
+            if enable_caching:
+                next_boundary = (num_computed // size + 1) * size
+                bound = next_boundary if bound is None else min(bound, next_boundary)
+            if bound is not None and (until_computed is None or bound < until_computed):
+                until_computed = bound
+            capacity = len(request.block_ids[m.group_id]) * size
+            if until_tokens is None or capacity < until_tokens:
+                until_tokens = capacity
+        request.steady_until_computed = until_computed
+        request.steady_until_tokens = until_tokens or 0
+
+    def held_blocks(self, request: Request) -> list[tuple[KindManager, int, int]]:
+        """(manager, position, block id) of every non-null block the request holds."""
+        held = []
+        for m in self.managers:
+            blocks = request.block_ids[m.group_id]
+            for pos in range(request.num_skipped_blocks[m.group_id], len(blocks)):
+                if blocks[pos] != NULL_BLOCK_ID:
+                    held.append((m, pos, blocks[pos]))
+        return held

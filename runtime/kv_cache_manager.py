@@ -1,0 +1,269 @@
+"""KVCacheManager: the scheduler-facing facade over pools, managers and the coordinator.
+
+Typical use by a scheduler (synchronous: one batch in flight):
+
+    hit = manager.get_computed_blocks(request)              # new request: cached prefix
+    if manager.can_admit(request, hit):                      # the whole prompt must fit
+        new_blocks = manager.allocate_slots(request, n, hit.num_tokens, hit)
+    ...                                                      # model computes the step
+    new_blocks = manager.allocate_slots(request, 1)          # each later step (None: no room)
+    manager.free(request)                                    # finished or preempted
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import lcm
+from typing import NamedTuple
+
+from hkv.planner.layout import Layout
+from hkv.runtime.block_hash import BlockHasher
+from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.cache_config import CacheConfig, EvictionPolicy
+from hkv.runtime.cache_stats import CacheStats
+from hkv.runtime.group_aware_eviction import GroupAwareEviction
+from hkv.runtime.kv_cache_coordinator import KVCacheCoordinator
+from hkv.runtime.lru_eviction import LruEviction
+from hkv.runtime.recurrent_state_manager import RecurrentStateManager
+from hkv.runtime.request import Request
+
+EVICTION_BY_POLICY: dict[EvictionPolicy, type[LruEviction]] = {
+    EvictionPolicy.LRU: LruEviction,
+    EvictionPolicy.GROUP_AWARE: GroupAwareEviction,
+}
+
+
+NewBlocks = tuple[Sequence[int], ...]  # per group: block ids allocated by one call
+
+
+class ComputedBlocks(NamedTuple):
+    """A prefix-cache hit: per group the block table prefix, and the tokens it covers."""
+
+    block_ids: tuple[Sequence[int], ...]
+    num_tokens: int
+
+
+class KVCacheManager:
+    """Allocates, caches and frees the blocks of every request over the pools of a Layout."""
+
+    def __init__(self, layout: Layout, config: CacheConfig | None = None) -> None:
+        self.layout = layout
+        self.config = config or CacheConfig()
+        self.max_model_len = layout.max_model_len
+        self.in_flight_tokens = layout.in_flight_tokens
+        num_groups = len(layout.groups)
+        self.pools = {p.pool_id: BlockPool(p.pool_id, p.num_blocks, num_groups) for p in layout.pools}
+        self.coordinator = KVCacheCoordinator(layout, self.pools)
+        self.enable_caching = self.config.enable_caching
+        self.hasher = BlockHasher(self.coordinator.hash_block_size)
+        self.eviction = EVICTION_BY_POLICY[self.config.eviction_policy](self.coordinator, self.enable_caching)
+        self._empty_hit = ComputedBlocks(tuple(() for _ in range(num_groups)), 0)
+        self.no_new_blocks: NewBlocks = tuple(() for _ in range(num_groups))
+        self._requests: dict[str, Request] = {}  # requests holding blocks
+        self._num_query_tokens = 0
+        self._num_hit_tokens = 0
+
+    @property
+    def num_groups(self) -> int:
+        return self.coordinator.num_groups
+
+    @property
+    def state_block_size(self) -> int | None:
+        """Tokens between recurrent checkpoints (lcm over recurrent groups) when prefix caching
+        needs steps to end on them; None when no chunk alignment is needed."""
+        sizes = [m.block_size for m in self.coordinator.managers if isinstance(m, RecurrentStateManager)]
+        if not sizes or not self.enable_caching:
+            return None
+        return lcm(*sizes)
+
+    # ---- prefix cache ------------------------------------------------------------------------
+
+    def get_computed_blocks(self, request: Request) -> ComputedBlocks:
+        """The longest cached prefix of `request` that every group accepts, at most
+        num_tokens - 1 tokens (the last token is recomputed for its logits). Reads only: no
+        reference is taken until `allocate_slots` adopts the hit. Empty when caching is off."""
+        if not self.enable_caching:
+            return self._empty_hit
+        self.hasher.extend(request)
+        max_len = min(request.num_tokens - 1, self.max_model_len)
+        hit_len = self.coordinator.find_longest_cache_hit(request.block_hashes, max_len)
+        if hit_len == 0:
+            return self._empty_hit
+        return ComputedBlocks(self.coordinator.hit_blocks(request.block_hashes, hit_len), hit_len)
+
+    # ---- admission and allocation ------------------------------------------------------------
+
+    def can_admit(self, request: Request, computed: ComputedBlocks | None = None) -> bool:
+        """Admission gate for a request holding nothing: its whole sequence (num_tokens, at most
+        max_model_len) must fit in free blocks, each group counted at its Layout bound
+        `blocks_per_request(min(num_tokens, max_model_len), in_flight_tokens)` (the formula that
+        sized the pools), less hit blocks other requests already hold. Reads only."""
+        seq_len = min(request.num_tokens, self.max_model_len)
+        coordinator = self.coordinator
+        needs = [0] * len(coordinator.pool_list)
+        for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group):
+            need = m.group.blocks_per_request(seq_len, self.in_flight_tokens)
+            if computed is not None:
+                ref_cnt = m.pool.ref_cnt
+                need -= sum(1 for b in computed.block_ids[m.group_id]
+                            if b != NULL_BLOCK_ID and ref_cnt[b] > 0)
+            needs[pool_index] += max(0, need)
+        return coordinator.fits(needs)
+
+    def allocate_slots(
+        self,
+        request: Request,
+        num_new_tokens: int,
+        num_new_computed_tokens: int = 0,
+        new_computed_blocks: ComputedBlocks | None = None,
+        num_lookahead_tokens: int = 0,
+    ) -> NewBlocks | None:
+        """Make the request hold slots for its computed tokens plus `num_new_tokens` (plus
+        `num_lookahead_tokens` draft slots that are never cached), capped at max_model_len.
+
+        First caches the request's fully computed blocks and releases the blocks it no longer
+        needs (out of window/chunk, old states; dead either way). Then either adopts the hit
+        `new_computed_blocks` (covering `num_new_computed_tokens`; only for a request holding
+        nothing) and allocates every group's new blocks, or, if any pool lacks free blocks,
+        returns None with no block taken. Returns the new block ids per group. Does not change
+        `request.num_computed_tokens`: the caller adds the hit and computed tokens.
+        The identical object `no_new_blocks` is returned when nothing was allocated.
+        """
+        if (new_computed_blocks is None and request.block_ids
+                and (request.steady_until_computed is None
+                     or request.num_computed_tokens < request.steady_until_computed)
+                and request.num_computed_tokens + num_new_tokens + num_lookahead_tokens
+                <= request.steady_until_tokens):
+            return self.no_new_blocks
+        coordinator = self.coordinator
+        if not request.block_ids:
+            coordinator.init_tables(request)
+        num_computed = request.num_computed_tokens
+        self._cache_and_release(request, num_computed)
+        hit = None
+        if new_computed_blocks is not None and new_computed_blocks.num_tokens:
+            assert num_new_computed_tokens == new_computed_blocks.num_tokens
+            hit = new_computed_blocks.block_ids
+        else:
+            assert num_new_computed_tokens == 0, "computed tokens without their blocks"
+        is_admission = request.request_id not in self._requests
+        base = num_computed + num_new_computed_tokens
+        num_main = min(base + num_new_tokens, self.max_model_len)
+        num_total = min(num_main + num_lookahead_tokens, self.max_model_len)
+        if not coordinator.fits(coordinator.num_blocks_to_allocate(request, hit, num_total, num_main)):
+            return None
+        if hit is not None:
+            coordinator.adopt_hit(request, hit, num_new_computed_tokens)
+        new_blocks = coordinator.allocate_new_blocks(request, num_total, num_main)
+        if is_admission:
+            self._requests[request.request_id] = request
+            self._num_query_tokens += request.num_tokens
+            self._num_hit_tokens += num_new_computed_tokens
+        coordinator.set_steady_bounds(request, base, self.enable_caching)
+        return new_blocks
+
+    def reserve_worst_case(self, request: Request, seq_len: int) -> bool:
+        """Capacity probe: make a request holding nothing hold, per group, its worst-case
+        `blocks_per_request(seq_len, in_flight_tokens)` blocks popped from the real pools. The
+        blocks carry no tokens (the table has no positional meaning); `free` returns them.
+        Returns False, taking nothing, when they do not all fit."""
+        assert not request.block_ids, "reserve_worst_case needs a request holding nothing"
+        coordinator = self.coordinator
+        counts = [m.group.blocks_per_request(seq_len, self.in_flight_tokens) for m in coordinator.managers]
+        needs = [0] * len(coordinator.pool_list)
+        for count, pool_index in zip(counts, coordinator.pool_index_of_group):
+            needs[pool_index] += count
+        if not coordinator.fits(needs):
+            return False
+        coordinator.init_tables(request)
+        for m, count in zip(coordinator.managers, counts):
+            request.block_ids[m.group_id] = m.pool.allocate(count, m.group_id)
+        request.num_cached_blocks = [len(b) for b in request.block_ids]  # never cache these
+        self._requests[request.request_id] = request
+        return True
+
+    def remove_skipped_blocks(self, request: Request, num_computed_tokens: int) -> None:
+        """Release (after caching them) the blocks `num_computed_tokens` computed tokens no
+        longer need, in every group. allocate_slots does this itself."""
+        if request.block_ids:
+            self._cache_and_release(request, num_computed_tokens)
+
+    def _cache_and_release(self, request: Request, num_computed: int) -> None:
+        if self.enable_caching:
+            self.hasher.extend(request)
+            self.coordinator.cache_blocks(request, num_computed)
+        self.coordinator.remove_skipped_blocks(request, num_computed)
+
+    def free(self, request: Request) -> None:
+        """Release every block of the request (finished or preempted). Fully computed blocks are
+        cached first, so they stay reusable until evicted. The request may be admitted again."""
+        if request.block_ids:
+            if self.enable_caching and request.request_id in self._requests:
+                self.hasher.extend(request)
+                self.coordinator.cache_blocks(request, request.num_computed_tokens)
+            self.eviction.free_request(request)
+        request.block_ids = []
+        request.num_cached_blocks = []
+        request.num_skipped_blocks = []
+        request.state_copies.clear()
+        request.steady_until_computed = 0
+        request.steady_until_tokens = 0
+        self._requests.pop(request.request_id, None)
+
+    # ---- views for the model runner ----------------------------------------------------------
+
+    def block_table(self, request: Request, group_id: int) -> tuple[int, ...]:
+        return tuple(request.block_ids[group_id])
+
+    def slot_mapping(self, request: Request, group_id: int, positions: range) -> list[int]:
+        """KV slot of each token position in an attention group: block_id * block_size + offset."""
+        m = self.coordinator.managers[group_id]
+        if isinstance(m, RecurrentStateManager):
+            raise ValueError(f"group {group_id} is recurrent: it has one state, not token slots")
+        size, blocks = m.block_size, request.block_ids[group_id]
+        return [blocks[p // size] * size + p % size for p in positions]
+
+    # ---- accounting ----------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> float:
+        """Share of usable blocks (null blocks excluded) in use, over all pools."""
+        usable = sum(p.num_usable_blocks for p in self.pools.values())
+        free = sum(p.num_free_blocks for p in self.pools.values())
+        return 1.0 - free / usable if usable else 0.0
+
+    @property
+    def num_running_requests(self) -> int:
+        return len(self._requests)
+
+    def stats(self) -> CacheStats:
+        coordinator = self.coordinator
+        return CacheStats(
+            num_query_tokens=self._num_query_tokens,
+            num_hit_tokens=self._num_hit_tokens,
+            num_early_released_blocks=tuple(m.num_early_released_blocks for m in coordinator.managers),
+            num_blocks_in_use=tuple(m.pool.num_in_use_by_group[m.group_id] for m in coordinator.managers),
+            num_free_blocks=tuple(self.pools[p.pool_id].num_free_blocks for p in self.layout.pools),
+            num_evictions=sum(p.num_evictions for p in self.pools.values()),
+            num_demoted_blocks=self.eviction.num_demoted_blocks,
+            usage=self.usage,
+        )
+
+    def check_integrity(self) -> None:
+        """Every pool invariant against the references of the requests holding blocks, plus the
+        per-request table invariants. Raises AssertionError."""
+        coordinator = self.coordinator
+        references: dict[int, list[tuple[int, int]]] = {pool_id: [] for pool_id in self.pools}
+        for request in self._requests.values():
+            tag = f"request {request.request_id}"
+            assert len(request.block_ids) == self.num_groups, f"{tag}: {len(request.block_ids)} tables"
+            for m in coordinator.managers:
+                gid, blocks = m.group_id, request.block_ids[m.group_id]
+                skipped = request.num_skipped_blocks[gid]
+                assert all(b == NULL_BLOCK_ID for b in blocks[:skipped]), (
+                    f"{tag}: group {gid} holds a block before its skipped frontier {skipped}")
+                refs = references[m.group.pool_id]
+                refs.extend((b, gid) for b in blocks[skipped:] if b != NULL_BLOCK_ID)
+        for pool_id, pool in self.pools.items():
+            pool.check_integrity(references[pool_id])
+

@@ -1,0 +1,27 @@
+"""LruEviction: release a request's blocks in vLLM's order; eviction is the pool's plain LRU."""
+
+from __future__ import annotations
+
+from hkv.runtime.block_pool import NULL_BLOCK_ID
+from hkv.runtime.kv_cache_coordinator import KVCacheCoordinator
+from hkv.runtime.request import Request
+
+
+class LruEviction:
+    """Frees requests so that, per group, tail blocks are evicted before their parents."""
+
+    def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool) -> None:
+        self.coordinator = coordinator
+        self.enable_caching = enable_caching
+        self.num_demoted_blocks = 0  # moved to the queue front as useless (group-aware only)
+
+    def free_request(self, request: Request) -> None:
+        """Release every block the request holds: groups in reverse order, each tail first
+        (cached blocks reach the LRU back in that order)."""
+        for m in reversed(self.coordinator.managers):
+            blocks = request.block_ids[m.group_id]
+            start = request.num_skipped_blocks[m.group_id]
+            release = m.pool.release
+            for pos in range(len(blocks) - 1, start - 1, -1):
+                if blocks[pos] != NULL_BLOCK_ID:
+                    release(blocks[pos])

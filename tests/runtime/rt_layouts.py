@@ -1,0 +1,40 @@
+"""Hand-built tiny Layouts for the runtime tests (no planner involved)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
+from hkv.planner.layout import KVCacheGroup, Layout, Pool
+
+FULL, SLIDING, CHUNKED, RECURRENT = CacheKind.FULL, CacheKind.SLIDING, CacheKind.CHUNKED, CacheKind.RECURRENT
+
+
+def make_group(kind: CacheKind, block_size: int, *, window: int | None = None, chunk: int | None = None,
+               pool_id: int = 0, num_state_blocks: int = 1, layer_id: int = 0) -> KVCacheGroup:
+    if kind is RECURRENT:
+        spec: AttentionCacheSpec | StateCacheSpec = StateCacheSpec("mamba2", ((4, 8),), (2,))
+        page = spec.state_bytes
+        state_blocks: int | None = num_state_blocks
+    else:
+        spec = AttentionCacheSpec(kind, 1, 8, 8, 2, window_len=window, chunk_len=chunk)
+        page = spec.page_size_bytes(block_size)
+        state_blocks = None
+    return KVCacheGroup(kind, (f"layer.{layer_id}",), (layer_id,), spec, block_size, page, pool_id,
+                        state_blocks)
+
+
+def make_layout(groups: Sequence[KVCacheGroup], pool_blocks: Sequence[int], *, max_model_len: int = 64,
+                in_flight_tokens: int = 8) -> Layout:
+    """`pool_blocks[p]` blocks (null block included) for pool p."""
+    groups = tuple(KVCacheGroup(g.kind, (f"layer.{i}",), (i,), g.spec, g.block_size, g.page_size_bytes,
+                                g.pool_id, g.num_state_blocks) for i, g in enumerate(groups))
+    pools = []
+    for pool_id, num_blocks in enumerate(pool_blocks):
+        members = [g for g in groups if g.pool_id == pool_id]
+        page = max((g.page_size_bytes for g in members), default=1)
+        pools.append(Pool(pool_id, "shared" if len(pool_blocks) == 1 else f"pool{pool_id}", num_blocks,
+                          page, 1))
+    layout = Layout("test", groups, tuple(pools), max_model_len, in_flight_tokens, 0)
+    layout.check_integrity()
+    return layout
