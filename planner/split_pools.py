@@ -53,7 +53,13 @@ def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], bud
     null_bytes = sum(bpb for *_, bpb, _ in staged)
     demand = sum(bpb * blocks for *_, bpb, blocks in staged)
     num_requests = max(0, budget_bytes - null_bytes) // demand if demand else 0
-    shares = [(num_requests * blocks + 1) * bpb for *_, bpb, blocks in staged]
+    # Even when no request of split_len fits, keep one request's state blocks so that shorter
+    # requests can run (the attention pools then set the longest length that fits).
+    if num_requests == 0 and budget_bytes >= null_bytes + sum(
+            bpb * blocks for _, kind, *_rest, bpb, blocks in staged if kind == "recurrent"):
+        num_requests = 1
+    shares = [(min(num_requests * blocks * bpb, max(0, budget_bytes - null_bytes)) // bpb + 1) * bpb
+              for *_, bpb, blocks in staged]
     leftover = budget_bytes - sum(shares)
     growable = [i for i, st in enumerate(staged) if st[1] != "recurrent"] or list(range(len(staged)))
     growable_demand = sum(staged[i][4] * staged[i][5] for i in growable)
