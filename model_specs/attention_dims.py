@@ -33,7 +33,8 @@ def attention_dims(view: ConfigView) -> AttentionDims:
         latent = view.int_value("kv_lora_rank") + view.int_value("qk_rope_head_dim")
         return AttentionDims(num_kv_heads=1, head_dim=latent, head_dim_v=0, is_mla=True)
     head_dim = model_head_dim(view)
-    return AttentionDims(num_kv_heads=num_kv_heads(view), head_dim=head_dim, head_dim_v=head_dim, is_mla=False)
+    return AttentionDims(num_kv_heads=num_kv_heads(view), head_dim=head_dim, head_dim_v=head_dim,
+                         is_mla=False)
 
 
 def num_query_heads(view: ConfigView) -> int:

@@ -69,7 +69,8 @@ class ConfigView:
                 self.note(f"{key} absent: used {_short(default)} ({why})")
             return default
         raise InvalidConfigError(
-            f"config (model_type {self.family!r}) lacks {key!r}, which this family needs; add it to config.json"
+            f"config (model_type {self.family!r}) lacks {key!r}, which this family needs; "
+            "add it to config.json"
         )
 
     def int_value(self, key: str, default: Any = _MISSING, *, why: str = "") -> int:

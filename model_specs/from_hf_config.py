@@ -61,7 +61,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         weights_bytes_exact=weights_bytes_exact,
         verified=config.get("_verified") is not False,
         note="; ".join(view.notes),
-        architectures=tuple(str(a) for a in (config.get("architectures") or merged.get("architectures") or ())),
+        architectures=tuple(str(a) for a in config.get("architectures") or merged.get("architectures") or ()),
         has_sinks=view.family == "gpt_oss",
         attn_logit_softcap=view.get("attn_logit_softcapping"),
         source=source,

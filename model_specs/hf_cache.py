@@ -45,5 +45,7 @@ def _preferred_snapshot(repo: Path) -> Path | None:
         pinned = snapshots / ref.read_text(encoding="utf-8").strip()
         if (pinned / "config.json").is_file():
             return pinned
-    candidates = [s for s in snapshots.glob("*") if (s / "config.json").is_file()] if snapshots.is_dir() else []
+    if not snapshots.is_dir():
+        return None
+    candidates = [s for s in snapshots.iterdir() if (s / "config.json").is_file()]
     return max(candidates, key=lambda s: s.stat().st_mtime) if candidates else None

@@ -28,6 +28,7 @@ def kv_share_targets(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...])
         owners = [j for j in range(first_shared) if kinds[j] == kinds[idx]]
         if not owners:
             raise InvalidConfigError(
-                f"layer {idx} shares KV but no layer before {first_shared} has its type {kinds[idx][0].value}")
+                f"layer {idx} shares KV but no layer before {first_shared} has its type "
+                f"{kinds[idx][0].value}")
         targets[idx] = owners[-1]
     return targets

@@ -134,7 +134,8 @@ def minimax_attn_type_list(view: ConfigView, n: int) -> LayerTypeList:
     names = {1: "full_attention", 0: "linear_attention"}
     for idx, flag in enumerate(flags):
         if flag not in names:
-            raise InvalidConfigError(f"attn_type_list[{idx}] = {flag!r} is not a known layer kind; expected 0 or 1")
+            raise InvalidConfigError(
+                f"attn_type_list[{idx}] = {flag!r} is not a known layer kind; expected 0 or 1")
     return LayerTypeList("attn_type_list", tuple(names[f] for f in flags))
 
 
@@ -167,7 +168,8 @@ def period_offset(view: ConfigView, n: int) -> LayerTypeList:
     period = view.int_value("attn_layer_period")
     offset = view.int_value("attn_layer_offset")
     if not 0 <= offset < period:
-        raise InvalidConfigError(f"attn_layer_offset={offset} must be in 0..attn_layer_period-1 ({period - 1})")
+        raise InvalidConfigError(
+            f"attn_layer_offset={offset} must be in 0..attn_layer_period-1 ({period - 1})")
     return _every(lambda i: "full_attention" if i % period == offset else "mamba", "attn_layer_period", n)
 
 

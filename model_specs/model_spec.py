@@ -32,7 +32,7 @@ class ModelSpec:
     weights_bytes_exact: int | None = None  # from safetensors headers when a directory was given
     verified: bool = True  # False: the config was reconstructed from partial sources
     note: str = ""  # every assumption made while reading the config ("; "-separated), else ""
-    architectures: tuple[str, ...] = ()  # the config's `architectures`, e.g. ("Gemma3ForConditionalGeneration",)
+    architectures: tuple[str, ...] = ()  # config `architectures`, e.g. ("Gemma3ForConditionalGeneration",)
     has_sinks: bool = False  # learned attention-sink logits per head (gpt-oss); no extra cache
     attn_logit_softcap: float | None = None  # Gemma 2's tanh cap on attention logits
     source: str = ""  # where the config came from: "catalog:<name>", a file path, "hf-cache:<path>"

@@ -50,5 +50,6 @@ def count_params(view: ConfigView, kinds: Kinds) -> int:
         counter = attn.llama
     mtp_layers = view.get("num_nextn_predict_layers") or 0
     if mtp_layers:
-        view.note(f"num_params excludes {mtp_layers} multi-token-prediction layer(s) (not built by transformers)")
+        view.note(f"num_params excludes {mtp_layers} multi-token-prediction layer(s) "
+                  "(transformers does not build them)")
     return counter(view, kinds)

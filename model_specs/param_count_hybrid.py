@@ -15,7 +15,8 @@ from hkv.model_specs.param_count_common import (
 from hkv.model_specs.recurrent_dims import kda_heads_and_dims, mamba1_intermediate, mamba2_dims
 
 
-def _mamba2(view: ConfigView, *, proj_bias: bool, conv_bias: bool, out_bias: bool, gated_norm: bool = True) -> int:
+def _mamba2(view: ConfigView, *, proj_bias: bool, conv_bias: bool, out_bias: bool,
+            gated_norm: bool = True) -> int:
     d = mamba2_dims(view)
     return pb.mamba2_mixer(hidden(view), intermediate=d.intermediate, conv_dim=d.conv_dim, n_heads=d.n_heads,
                            conv_kernel=d.conv_kernel, proj_bias=proj_bias, conv_bias=conv_bias,
@@ -24,7 +25,8 @@ def _mamba2(view: ConfigView, *, proj_bias: bool, conv_bias: bool, out_bias: boo
 
 def _bamba_style_mamba2(view: ConfigView) -> int:
     proj_bias = bool(view.value("mamba_proj_bias"))
-    return _mamba2(view, proj_bias=proj_bias, conv_bias=bool(view.value("mamba_conv_bias")), out_bias=proj_bias)
+    conv_bias = bool(view.value("mamba_conv_bias"))
+    return _mamba2(view, proj_bias=proj_bias, conv_bias=conv_bias, out_bias=proj_bias)
 
 
 def bamba(view: ConfigView, kinds: Kinds) -> int:
@@ -43,8 +45,10 @@ def granitemoehybrid(view: ConfigView, kinds: Kinds) -> int:
 
 
 def falcon_h1(view: ConfigView, kinds: Kinds) -> int:
+    # Falcon-H1's out_proj bias follows projectors_bias, and its gated norm exists only with mamba_rms_norm.
     mamba = _mamba2(view, proj_bias=bool(view.value("mamba_proj_bias")),
-                    conv_bias=bool(view.value("mamba_conv_bias")), out_bias=bool(view.value("projectors_bias")),
+                    conv_bias=bool(view.value("mamba_conv_bias")),
+                    out_bias=bool(view.value("projectors_bias")),
                     gated_norm=bool(view.value("mamba_rms_norm")))
     ffn = dense_mlp(view, bias=bool(view.value("mlp_bias", False)))
     per_layer = [(gqa(view) if is_attention(k) else 0) + (mamba if LayerKind.RECURRENT in k else 0)
@@ -77,9 +81,10 @@ def _nemotron_moe(view: ConfigView) -> int:
     latent = view.get("moe_latent_size")
     expert_in = h if latent is None else int(latent)
     latent_proj = 0 if latent is None else 2 * pb.linear(h, expert_in)
-    shared = pb.plain_mlp(h, view.int_value("moe_shared_expert_intermediate_size"), bool(view.value("mlp_bias")))
-    return (pb.linear(h, experts) + pb.routed_experts(experts, expert_in, view.int_value("moe_intermediate_size"),
-                                                      gated=False) + shared + latent_proj)
+    mlp_bias = bool(view.value("mlp_bias"))
+    shared = pb.plain_mlp(h, view.int_value("moe_shared_expert_intermediate_size"), mlp_bias)
+    routed = pb.routed_experts(experts, expert_in, view.int_value("moe_intermediate_size"), gated=False)
+    return pb.linear(h, experts) + routed + shared + latent_proj
 
 
 def jamba(view: ConfigView, kinds: Kinds) -> int:
@@ -120,7 +125,8 @@ def qwen3_next(view: ConfigView, kinds: Kinds) -> int:
 
 def minimax(view: ConfigView, kinds: Kinds) -> int:
     h, experts, size = hidden(view), view.int_value("num_local_experts"), view.int_value("intermediate_size")
-    lightning = pb.lightning_mixer(h, heads=view.int_value("num_attention_heads"), head_dim=model_head_dim(view))
+    heads = view.int_value("num_attention_heads")
+    lightning = pb.lightning_mixer(h, heads=heads, head_dim=model_head_dim(view))
     moe = pb.linear(h, experts) + pb.routed_experts(experts, h, size)
     if view.get("shared_intermediate_size"):
         view.note("shared_intermediate_size > 0: MiniMax shared experts are not counted "

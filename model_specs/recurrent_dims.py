@@ -95,7 +95,8 @@ def _gdn(view: ConfigView) -> RecurrentGeometry:
     k_heads, v_heads = view.int_value("linear_num_key_heads"), view.int_value("linear_num_value_heads")
     k_dim, v_dim = view.int_value("linear_key_head_dim"), view.int_value("linear_value_head_dim")
     conv_dim = 2 * k_heads * k_dim + v_heads * v_dim  # q and k share key_dim; v has value_dim
-    return RecurrentGeometry("gdn", view.int_value("linear_conv_kernel_dim"), conv_dim, v_heads, (k_dim, v_dim))
+    kernel = view.int_value("linear_conv_kernel_dim")
+    return RecurrentGeometry("gdn", kernel, conv_dim, v_heads, (k_dim, v_dim))
 
 
 def _lightning(view: ConfigView) -> RecurrentGeometry:

@@ -39,7 +39,8 @@ def load_model_spec(arg: str, *, dtype_override: str | None = None) -> ModelSpec
         return from_hf_config(entry.load_config(), entry.name, dtype_override=dtype_override,
                               model_id=entry.model_id or None, source=f"catalog:{entry.name}")
     if _looks_like_path(arg):
-        raise SpecNotFoundError(f"{arg}: no such file or directory; expected a model directory or config.json")
+        raise SpecNotFoundError(
+            f"{arg}: no such file or directory; expected a model directory or config.json")
     raise SpecNotFoundError(
         f"{arg!r} is not a catalog name, a local path, or an HF id in the cache at {hub_cache_dir()}; "
         f"{close_matches_hint(arg)}")
@@ -55,7 +56,8 @@ def _from_directory(directory: Path, name: str, dtype_override: str | None, *, m
                     source: str) -> ModelSpec:
     config_path = directory / "config.json"
     if not config_path.is_file():
-        raise SpecNotFoundError(f"{directory}: directory has no config.json; expected a Hugging Face model folder")
+        raise SpecNotFoundError(
+            f"{directory}: directory has no config.json; expected a Hugging Face model folder")
     return _from_config_file(config_path, name, dtype_override, model_id=model_id, source=source)
 
 

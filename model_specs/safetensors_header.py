@@ -26,7 +26,8 @@ def tensor_bytes_in_file(path: Path) -> int:
             raise InvalidConfigError(f"{path}: shorter than the 8-byte safetensors header length")
         (header_len,) = struct.unpack("<Q", raw_len)
         if header_len > _MAX_HEADER_BYTES:
-            raise InvalidConfigError(f"{path}: header length {header_len} exceeds 100 MB; not a safetensors file")
+            raise InvalidConfigError(
+                f"{path}: header length {header_len} exceeds 100 MB; not a safetensors file")
         raw_header = f.read(header_len)
     try:
         header = json.loads(raw_header)

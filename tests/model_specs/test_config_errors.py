@@ -43,13 +43,14 @@ def test_unknown_family_without_hybrid_attributes_is_full_attention_with_a_note(
 
 
 def test_unknown_family_with_attention_only_layer_types_is_accepted() -> None:
-    spec = from_hf_config(_gemma2(model_type="mystery", layer_types=["sliding_attention", "full_attention"]), "m")
+    config = _gemma2(model_type="mystery", layer_types=["sliding_attention", "full_attention"])
+    spec = from_hf_config(config, "m")
     assert spec.layer_mix() == {"sliding": 1, "full": 1}
 
 
 def test_text_config_overrides_top_level() -> None:
-    wrapper = {"model_type": "gemma3", "hidden_size": 9999, "text_config": {**_gemma2(model_type="gemma3_text"),
-                                                                          "sliding_window_pattern": 2}}
+    text = {**_gemma2(model_type="gemma3_text"), "sliding_window_pattern": 2}
+    wrapper = {"model_type": "gemma3", "hidden_size": 9999, "text_config": text}
     spec = from_hf_config(wrapper, "wrapped")
     assert spec.hidden_size == 64 and spec.model_type == "gemma3"
     assert spec.layer_mix() == {"sliding": 1, "full": 1}  # pattern 2: layer 1 full

@@ -32,8 +32,8 @@ CASES = {
     "gpt-oss-120b": ({"sliding": 18, "full": 18}, {0: SLIDING, 1: FULL, 34: SLIDING, 35: FULL}, 128),
     "gpt-oss-20b": ({"sliding": 12, "full": 12}, {22: SLIDING, 23: FULL}, 128),
     # Llama 4: no_rope_layers absent -> NoPE (full) where (i+1) % 4 == 0: 3, 7, ..., 47; chunk 8192.
-    "llama-4-scout-17b-16e-instruct": ({"chunked": 36, "full": 12}, {0: CHUNKED, 2: CHUNKED, 3: FULL, 47: FULL},
-                                       8192),
+    "llama-4-scout-17b-16e-instruct": ({"chunked": 36, "full": 12},
+                                       {0: CHUNKED, 2: CHUNKED, 3: FULL, 47: FULL}, 8192),
     "llama-4-maverick-17b-128e-instruct": ({"chunked": 36, "full": 12}, {3: FULL, 44: CHUNKED}, 8192),
     # Mistral-7B: sliding_window 4096 < max_position_embeddings 32768 -> every layer sliding.
     "mistral-7b-v0.1": ({"sliding": 32}, {0: SLIDING, 31: SLIDING}, 4096),
@@ -61,12 +61,13 @@ CASES = {
     # Nemotron-Nano-9B-v2: catalog note: 27 Mamba2 + 4 attention at 14, 21, 30, 39 + 25 MLP-only.
     "nvidia-nemotron-nano-9b-v2": ({"mamba2": 27, "full": 4}, {14: FULL, 21: FULL, 30: FULL, 39: FULL}, None),
     # Nemotron-3-Nano "MEMEM*EMEMEM*...": '*' at 5, 12, 19, 26, 33, 42; 'M' 23 times; 'E' owns nothing.
-    "nemotron-3-nano-30b-a3b": ({"mamba2": 23, "full": 6}, {0: "mamba2", 5: FULL, 42: FULL, 50: "mamba2"}, None),
+    "nemotron-3-nano-30b-a3b": ({"mamba2": 23, "full": 6}, {0: "mamba2", 5: FULL, 42: FULL, 50: "mamba2"},
+                                None),
     # Falcon-H1: every layer holds attention AND a Mamba2 mixer.
     "falcon-h1-7b": ({"full": 44, "mamba2": 44}, {0: FULL, 43: FULL}, None),
     # Kimi-Linear: 1-based full_attn_layers [4, 8, ..., 24, 27] -> 0-based 3, 7, ..., 23, 26 (MLA); 20 KDA.
-    "kimi-linear-48b-a3b-instruct": ({"kda": 20, "full": 7}, {0: "kda", 3: FULL, 23: FULL, 26: FULL, 25: "kda"},
-                                     None),
+    "kimi-linear-48b-a3b-instruct": ({"kda": 20, "full": 7},
+                                     {0: "kda", 3: FULL, 23: FULL, 26: FULL, 25: "kda"}, None),
 }
 
 
@@ -119,5 +120,5 @@ def test_every_catalog_entry_loads() -> None:
     for name in catalog_names():
         spec = load_model_spec(name)
         indices = [c.layer_idx for c in spec.cache_layers]
-        assert indices == sorted(indices) and 0 <= indices[0] and indices[-1] < spec.num_hidden_layers
+        assert indices == sorted(indices) and indices[0] >= 0 and indices[-1] < spec.num_hidden_layers
         assert spec.num_params > 0 and spec.max_model_len > 0

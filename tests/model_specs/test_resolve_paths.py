@@ -30,7 +30,8 @@ def test_config_json_path(tmp_path: Path, tiny_llama: dict) -> None:
     assert spec.layer_mix() == {"full": 2} and spec.source == str(path)
 
 
-def test_directory_with_safetensors_gives_exact_bytes(tmp_path: Path, tiny_llama: dict, safetensors_writer) -> None:
+def test_directory_with_safetensors_gives_exact_bytes(tmp_path: Path, tiny_llama: dict,
+                                                      safetensors_writer) -> None:
     model_dir = tmp_path / "model"
     _write_config(model_dir, tiny_llama)
     # 2x3 bf16 = 12 B + 4 fp32 = 16 B -> 28 B, whatever the analytic count says.
@@ -43,7 +44,8 @@ def test_sharded_checkpoint_uses_the_index(tmp_path: Path, tiny_llama: dict, saf
     model_dir = tmp_path / "sharded"
     _write_config(model_dir, tiny_llama)
     safetensors_writer(model_dir / "model-00001-of-00002.safetensors", {"a": ("BF16", [10, 10])})  # 200 B
-    safetensors_writer(model_dir / "model-00002-of-00002.safetensors", {"b": ("U8", [7]), "c": ("F16", [3])})  # 13
+    second = {"b": ("U8", [7]), "c": ("F16", [3])}  # 7 + 6 = 13 B
+    safetensors_writer(model_dir / "model-00002-of-00002.safetensors", second)
     safetensors_writer(model_dir / "stray.safetensors", {"z": ("F32", [1000])})  # not in the index: ignored
     index = {"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors",
                                             "b": "model-00002-of-00002.safetensors",
