@@ -1,0 +1,38 @@
+"""Rich rendering of simulation reports (side by side when several layouts ran)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from hkv.runtime.simulation_report import SimulationReport
+
+
+def render_simulation(reports: list[SimulationReport], console: Console) -> None:
+    table = Table(title="simulation")
+    table.add_column("", no_wrap=True)
+    for r in reports:
+        table.add_column(r.layout + (" (interrupted)" if r.interrupted else ""), justify="right")
+    rows = [
+        ("requests finished", lambda r: f"{r.num_finished:,} / {r.num_requests:,}"),
+        ("steps", lambda r: f"{r.num_steps:,}"),
+        ("tokens processed", lambda r: f"{r.num_tokens_processed:,}"),
+        ("running peak / mean", lambda r: f"{r.peak_running} / {r.mean_running:.1f}"),
+        ("preemptions", lambda r: f"{r.num_preemptions:,}"),
+        ("prefix hit rate", lambda r: f"{r.prefix_hit_rate:.1%}"),
+        ("evictions", lambda r: f"{r.num_evictions:,}"),
+        ("KV usage mean / peak", lambda r: f"{r.mean_kv_usage:.1%} / {r.peak_kv_usage:.1%}"),
+        ("simulated time", lambda r: f"{r.simulated_s:,.1f} s"),
+        ("wall time", lambda r: f"{r.wall_s:,.1f} s"),
+    ]
+    for label, cell in rows:
+        table.add_row(label, *(cell(r) for r in reports))
+    console.print(table)
+    for r in reports:
+        groups = Table(title=f"{r.layout}: blocks in use per group")
+        for col in ("#", "kind", "layers", "peak", "mean", "released early"):
+            groups.add_column(col, justify="left" if col == "kind" else "right")
+        for i, g in enumerate(r.groups):
+            groups.add_row(str(i), g.kind, str(g.num_layers), f"{g.peak_blocks:,}", f"{g.mean_blocks:,.1f}",
+                           f"{g.early_released_blocks:,}")
+        console.print(groups)

@@ -1,0 +1,163 @@
+"""`hkv simulate MODEL (--workload SPEC | --trace FILE)`: plan, then replay through the runtime."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, replace
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from hkv.cli.errors import UserError, handles_errors
+from hkv.cli.output import OutputFormat, note, stderr_console, stdout_console, write_json
+from hkv.cli.plan_options import (
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt,
+    MaxSeqsOpt, MnbtOpt, NoPrefixOpt, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt, build_plan_config,
+)
+from hkv.cli.render_simulation import render_simulation
+from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.plan import plan
+from hkv.planner.plan_config import LAYOUT_NAMES
+from hkv.runtime.cache_config import CacheConfig, EvictionPolicy
+from hkv.runtime.capacity_probe import probe_capacity
+from hkv.runtime.scheduler import SchedulerConfig
+from hkv.runtime.simulator import SimulationConfig, Simulator
+from hkv.runtime.trace_file import read_trace
+from hkv.runtime.workload_gen import generate_workload
+from hkv.runtime.workload_spec import parse_workload
+
+ModelArg = Annotated[str, typer.Argument(help="catalog name, HF id, model directory or config.json")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
+WorkloadOpt = Annotated[str | None, typer.Option("--workload", help="synthetic workload, e.g. shared-prefix:n=1000,prefix=2048,prompt=256,output=128")]
+TraceOpt = Annotated[str | None, typer.Option("--trace", help="JSONL trace file")]
+SimLayoutOpt = Annotated[str, typer.Option("--layout", help="hkv, vllm, vllm-no-hybrid, partitioned or all")]
+ProbeOpt = Annotated[bool, typer.Option("--probe-capacity", help="admit max-length requests until one does not fit; compare with the plan")]
+SweepOpt = Annotated[bool, typer.Option("--sweep-split", help="partitioned: try pool splits and report the best for the workload")]
+EvictionOpt = Annotated[EvictionPolicy, typer.Option("--eviction", help="group_aware or lru")]
+
+
+@handles_errors
+def simulate_command(
+    model: ModelArg, workload: WorkloadOpt = None, trace: TraceOpt = None, layout: SimLayoutOpt = "hkv",
+    probe_capacity_flag: ProbeOpt = False, sweep_split: SweepOpt = False,
+    eviction: EvictionOpt = EvictionPolicy.GROUP_AWARE,
+    gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, utilization: UtilOpt = None,
+    available_kv_memory: AvailableOpt = None, tp: TpOpt = None, pp: PpOpt = None,
+    dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
+    block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
+    max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None,
+    vllm_log: VllmLogOpt = None, expected_avg_seq_len: AvgLenOpt = None,
+    no_prefix_caching: NoPrefixOpt = False, output_format: FormatOpt = OutputFormat.human,
+) -> None:
+    """Replay a workload through the real hybrid KV cache manager and scheduler (no model).
+
+    Examples: hkv simulate gemma-3-27b --gpu h100 --workload shared-prefix:n=2000,prefix=2048,prompt=256,output=64
+    --layout all ; hkv simulate gpt-oss-120b --gpu h100 --probe-capacity --layout all
+    """
+    options = dict(locals())
+    for key in ("model", "workload", "trace", "layout", "probe_capacity_flag", "sweep_split", "eviction",
+                "output_format"):
+        del options[key]
+    names = list(LAYOUT_NAMES) if layout == "all" else [layout]
+    if layout != "all" and layout not in LAYOUT_NAMES:
+        raise UserError(f"--layout must be one of {', '.join(LAYOUT_NAMES)} or all, got {layout!r}")
+    if not probe_capacity_flag and (workload is None) == (trace is None):
+        raise UserError("give exactly one of --workload SPEC or --trace FILE (or --probe-capacity)")
+    cfg = build_plan_config(**options)
+    spec = load_model_spec(model)
+    the_plan = plan(spec, cfg)
+    names = [n for n in names if n in the_plan.reports]
+    if probe_capacity_flag:
+        _probe(the_plan, names, output_format)
+        return
+    requests = read_trace(trace) if trace else generate_workload(parse_workload(workload or ""))
+    too_long = [r for r in requests if r.prompt_len + 1 > the_plan.primary.layout.max_model_len]
+    if too_long:
+        raise UserError(f"{len(too_long)} request(s) exceed --max-model-len "
+                        f"{the_plan.primary.layout.max_model_len:,} (first: {too_long[0].request_id}, "
+                        f"{too_long[0].prompt_len:,} prompt tokens); raise --max-model-len")
+    sim_cfg = SimulationConfig(
+        scheduler=SchedulerConfig(the_plan.budget.max_num_batched_tokens, cfg.max_num_seqs),
+        cache=CacheConfig(enable_caching=cfg.enable_prefix_caching, eviction_policy=eviction))
+    if sweep_split:
+        _sweep(spec, cfg, requests, sim_cfg, output_format)
+        return
+    reports = []
+    for name in names:
+        reports.append(_run_one(the_plan.reports[name].layout, requests, sim_cfg, output_format))
+        if reports[-1].interrupted:
+            break
+    if output_format is OutputFormat.json:
+        write_json({"schema_version": 1, "model": spec.name, "reports": [asdict(r) for r in reports]})
+    else:
+        render_simulation(reports, stdout_console())
+    if any(r.interrupted for r in reports):
+        raise typer.Exit(130)
+
+
+def _run_one(layout, requests, sim_cfg, output_format):
+    sim = Simulator(layout, requests, sim_cfg)
+    show = output_format is OutputFormat.human and sys.stderr.isatty()
+    if not show:
+        return sim.run()
+    with Progress(TextColumn(f"{layout.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=stderr_console(), transient=True) as bar:
+        task = bar.add_task("simulate", total=len(requests))
+        return sim.run(lambda done, total: bar.update(task, completed=done))
+
+
+def _probe(the_plan, names, output_format) -> None:
+    rows = []
+    for name in names:
+        layout = the_plan.reports[name].layout
+        measured = probe_capacity(layout, layout.max_model_len)
+        rows.append({"layout": name, "max_model_len": layout.max_model_len,
+                     "predicted": layout.max_num_requests(layout.max_model_len), "measured": measured,
+                     "max_concurrency": layout.max_concurrency(layout.max_model_len)})
+    mismatch = [r for r in rows if r["predicted"] != r["measured"]]
+    if output_format is OutputFormat.json:
+        write_json({"schema_version": 1, "probe": rows, "match": not mismatch})
+    else:
+        table = Table(title="capacity probe: requests of max_model_len admitted at once")
+        for col in ("layout", "max_model_len", "predicted", "measured", "vLLM-style concurrency"):
+            table.add_column(col, justify="left" if col == "layout" else "right")
+        for r in rows:
+            table.add_row(r["layout"], f"{r['max_model_len']:,}", str(r["predicted"]), str(r["measured"]),
+                          f"{r['max_concurrency']:.2f}x")
+        stdout_console().print(table)
+    if mismatch:
+        note("MISMATCH between predicted and measured capacity: " + ", ".join(
+            f"{r['layout']} predicted {r['predicted']} measured {r['measured']}" for r in mismatch))
+        raise typer.Exit(1)
+
+
+def _sweep(spec, cfg, requests, sim_cfg, output_format) -> None:
+    max_len = cfg.max_model_len or spec.max_model_len
+    mean_len = sum(r.prompt_len + r.output_len for r in requests) // len(requests)
+    candidates = sorted({max(1, mean_len)} | {2**k for k in range(8, 40) if 2**k <= max_len} | {max_len})
+    rows = []
+    for split in candidates:
+        layout = plan(spec, replace(cfg, expected_avg_seq_len=split, primary_layout="partitioned")
+                      ).reports["partitioned"].layout
+        report = Simulator(layout, requests, sim_cfg).run()
+        rows.append({"expected_avg_seq_len": split, "simulated_s": report.simulated_s,
+                     "num_steps": report.num_steps, "num_preemptions": report.num_preemptions,
+                     "mean_running": report.mean_running, "prefix_hit_rate": report.prefix_hit_rate,
+                     "num_finished": report.num_finished})
+        if report.interrupted:
+            break
+    best = min(rows, key=lambda r: (r["simulated_s"], r["num_preemptions"]))
+    if output_format is OutputFormat.json:
+        write_json({"schema_version": 1, "sweep": rows, "best_expected_avg_seq_len": best["expected_avg_seq_len"]})
+        return
+    table = Table(title="partitioned pool split sweep (lower simulated time is better)")
+    for col in ("EXPECTED_AVERAGE_SEQ_LENGTH", "simulated s", "steps", "preemptions", "mean running", "hit rate"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        mark = " *" if r is best else ""
+        table.add_row(f"{r['expected_avg_seq_len']:,}{mark}", f"{r['simulated_s']:,.1f}", f"{r['num_steps']:,}",
+                      f"{r['num_preemptions']:,}", f"{r['mean_running']:.1f}", f"{r['prefix_hit_rate']:.1%}")
+    stdout_console().print(table)
+    stdout_console().print(f"best: EXPECTED_AVERAGE_SEQ_LENGTH={best['expected_avg_seq_len']}")
