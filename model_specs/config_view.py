@@ -21,6 +21,14 @@ from hkv.model_specs.errors import InvalidConfigError
 
 _MISSING = object()
 
+# Names transformers' attribute_maps treat as one attribute; configs on the Hub use either spelling
+# (e.g. Qwen3-MoE checkpoints write num_experts, transformers 5.x writes num_local_experts).
+ATTRIBUTE_SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("num_experts", "num_local_experts", "n_routed_experts"),
+    ("n_shared_experts", "num_shared_experts"),
+)
+_SYNONYMS_OF = {name: group for group in ATTRIBUTE_SYNONYMS for name in group}
+
 
 def merge_text_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """Top-level keys, overlaid by the keys of a nested `text_config` (the language model's own)."""
@@ -40,13 +48,19 @@ class ConfigView:
     quiet_keys: frozenset[str] = frozenset()  # family defaults too minor to note (bias switches)
 
     def has(self, key: str) -> bool:
-        """True when the config sets `key` to a non-null value."""
-        return self.values.get(key) is not None
+        """True when the config sets `key` (or a synonym of it) to a non-null value."""
+        return self._raw(key) is not None
 
     def get(self, key: str, default: Any = None) -> Any:
         """The raw config value (null counts as absent); no fallback, no note."""
-        value = self.values.get(key)
+        value = self._raw(key)
         return default if value is None else value
+
+    def _raw(self, key: str) -> Any:
+        for name in (key, *_SYNONYMS_OF.get(key, ())):
+            if self.values.get(name) is not None:
+                return self.values[name]
+        return None
 
     def value(self, key: str, default: Any = _MISSING, *, why: str = "") -> Any:
         """The config value, else an annotated or family default (noted), else `default` (noted).
@@ -54,7 +68,7 @@ class ConfigView:
         Raises InvalidConfigError naming `key` when nothing supplies a value.
         """
         if self.has(key):
-            return self.values[key]
+            return self._raw(key)
         assumed = self.values.get(f"_assumed_{key}")
         if assumed is not None:
             self.note(f"{key}={_short(assumed)} assumed by the catalog annotation _assumed_{key}")

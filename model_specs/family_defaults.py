@@ -32,6 +32,12 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     "mistral": {"tie_word_embeddings": False, "max_position_embeddings": 131072},
     "qwen3": {"attention_bias": False, "tie_word_embeddings": False, "use_sliding_window": False,
               "max_window_layers": 28, "max_position_embeddings": 32768},
+    "qwen3_moe": {"attention_bias": False, "tie_word_embeddings": False, "use_sliding_window": False,
+                  "max_position_embeddings": 32768, "decoder_sparse_step": 1},
+    "qwen2": {"tie_word_embeddings": False, "use_sliding_window": False, "max_window_layers": 28,
+              "max_position_embeddings": 32768},
+    "qwen2_moe": {"qkv_bias": True, "tie_word_embeddings": False, "use_sliding_window": False,
+                  "max_window_layers": 28, "max_position_embeddings": 32768, "decoder_sparse_step": 1},
     "gemma2": {"attention_bias": False, "tie_word_embeddings": True, "max_position_embeddings": 8192,
                "vocab_size": 256000},
     "gemma3_text": {"attention_bias": False, "tie_word_embeddings": True, "max_position_embeddings": 131072,
@@ -52,6 +58,8 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
                    "linear_num_key_heads": 16, "linear_num_value_heads": 32},
     "deepseek_v3": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 4096,
                     "first_k_dense_replace": 3, "n_shared_experts": 1},
+    "deepseek_v2": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 2048,
+                    "first_k_dense_replace": 0, "n_shared_experts": 2},
     "glm4_moe": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 131072,
                  "first_k_dense_replace": 1, "n_shared_experts": 1, "use_qk_norm": False},
     "minimax": {"tie_word_embeddings": False, "max_position_embeddings": 131072},
@@ -83,7 +91,7 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 # Bias switches: their class default is used without a note (they never change a cache size).
-QUIET_DEFAULT_KEYS = frozenset({"attention_bias", "mlp_bias", "use_bias", "use_conv_bias", "mamba_conv_bias",
+QUIET_DEFAULT_KEYS = frozenset({"attention_bias", "qkv_bias", "mlp_bias", "use_bias", "use_conv_bias", "mamba_conv_bias",
                                 "mamba_proj_bias", "projectors_bias", "mamba_rms_norm"})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hkv.model_specs import param_blocks as pb
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.param_count_common import (
-    Kinds, decoder_total, deepseek_moe, dense_mlp, gqa, hidden, mla, norms,
+    Kinds, decoder_total, deepseek_moe, dense_mlp, gqa, hidden, mla, norms, qwen_sparse_layers,
 )
 
 
@@ -23,6 +23,30 @@ def mistral(view: ConfigView, kinds: Kinds) -> int:
 def qwen3(view: ConfigView, kinds: Kinds) -> int:
     layer = gqa(view, qk_norm=True) + dense_mlp(view) + norms(view, 2)
     return decoder_total(view, [layer] * len(kinds))
+
+
+def qwen2(view: ConfigView, kinds: Kinds) -> int:
+    layer = gqa(view, qkv_bias=True, o_bias=False) + dense_mlp(view) + norms(view, 2)  # Qwen2 hard-codes qkv bias
+    return decoder_total(view, [layer] * len(kinds))
+
+
+def _qwen_moe(view: ConfigView, kinds: Kinds, attention: int, *, shared_expert: bool) -> int:
+    h, experts = hidden(view), view.int_value("num_experts")
+    moe = pb.linear(h, experts) + pb.routed_experts(experts, h, view.int_value("moe_intermediate_size"))
+    if shared_expert:  # Qwen2-MoE: one gated shared expert behind a sigmoid gate
+        moe += dense_mlp(view, "shared_expert_intermediate_size") + pb.linear(h, 1)
+    sparse = qwen_sparse_layers(view, len(kinds))
+    return decoder_total(view, [attention + (moe if i in sparse else dense_mlp(view)) + norms(view, 2)
+                                for i in range(len(kinds))])
+
+
+def qwen3_moe(view: ConfigView, kinds: Kinds) -> int:
+    return _qwen_moe(view, kinds, gqa(view, qk_norm=True), shared_expert=False)
+
+
+def qwen2_moe(view: ConfigView, kinds: Kinds) -> int:
+    qkv_bias = bool(view.value("qkv_bias"))
+    return _qwen_moe(view, kinds, gqa(view, qkv_bias=qkv_bias, o_bias=False), shared_expert=True)
 
 
 def gemma2(view: ConfigView, kinds: Kinds) -> int:

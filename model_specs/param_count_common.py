@@ -58,6 +58,13 @@ def deepseek_moe(view: ConfigView, *, experts_key: str, shared_key: str) -> int:
         hidden(view), shared)
 
 
+def qwen_sparse_layers(view: ConfigView, num_layers: int) -> set[int]:
+    """Qwen-MoE rule: MoE unless listed in mlp_only_layers, every decoder_sparse_step-th layer."""
+    experts, step = view.int_value("num_experts", 0), view.int_value("decoder_sparse_step")
+    mlp_only = set(view.get("mlp_only_layers") or [])
+    return {i for i in range(num_layers) if i not in mlp_only and experts > 0 and (i + 1) % step == 0}
+
+
 def norms(view: ConfigView, count: int) -> int:
     """`count` hidden-sized norm weights (RMSNorm, or Cohere's bias-free LayerNorm)."""
     return count * hidden(view)

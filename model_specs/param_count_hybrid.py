@@ -10,7 +10,7 @@ from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.layer_kinds import LayerKind
 from hkv.model_specs.layer_rules import nemotron_layer_types
 from hkv.model_specs.param_count_common import (
-    Kinds, decoder_total, deepseek_moe, dense_mlp, gqa, hidden, is_attention, mla, norms,
+    Kinds, decoder_total, deepseek_moe, dense_mlp, gqa, hidden, is_attention, mla, norms, qwen_sparse_layers,
 )
 from hkv.model_specs.recurrent_dims import kda_heads_and_dims, mamba1_intermediate, mamba2_dims
 
@@ -113,12 +113,11 @@ def qwen3_next(view: ConfigView, kinds: Kinds) -> int:
                        v_head_dim=view.int_value("linear_value_head_dim"),
                        conv_kernel=view.int_value("linear_conv_kernel_dim"))
     attention = gqa(view, qk_norm=True, q_gate=True)
-    experts, step = view.int_value("num_experts", 0), view.int_value("decoder_sparse_step")
-    mlp_only = set(view.get("mlp_only_layers") or [])
+    experts = view.int_value("num_experts", 0)
     moe = (pb.linear(h, experts) + pb.routed_experts(experts, h, view.int_value("moe_intermediate_size"))
            + dense_mlp(view, "shared_expert_intermediate_size") + pb.linear(h, 1))  # + shared expert gate
-    per_layer = [(attention if is_attention(k) else gdn)
-                 + (moe if i not in mlp_only and experts > 0 and (i + 1) % step == 0 else dense_mlp(view))
+    sparse = qwen_sparse_layers(view, len(kinds))
+    per_layer = [(attention if is_attention(k) else gdn) + (moe if i in sparse else dense_mlp(view))
                  + norms(view, 2) for i, k in enumerate(kinds)]
     return decoder_total(view, per_layer)
 
