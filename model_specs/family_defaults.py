@@ -91,8 +91,8 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 # Bias switches: their class default is used without a note (they never change a cache size).
-QUIET_DEFAULT_KEYS = frozenset({"attention_bias", "qkv_bias", "mlp_bias", "use_bias", "use_conv_bias", "mamba_conv_bias",
-                                "mamba_proj_bias", "projectors_bias", "mamba_rms_norm"})
+QUIET_DEFAULT_KEYS = frozenset({"attention_bias", "qkv_bias", "mlp_bias", "use_bias", "use_conv_bias",
+                                "mamba_conv_bias", "mamba_proj_bias", "projectors_bias", "mamba_rms_norm"})
 
 
 def defaults_for(family: str) -> dict[str, Any]:

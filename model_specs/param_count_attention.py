@@ -26,7 +26,8 @@ def qwen3(view: ConfigView, kinds: Kinds) -> int:
 
 
 def qwen2(view: ConfigView, kinds: Kinds) -> int:
-    layer = gqa(view, qkv_bias=True, o_bias=False) + dense_mlp(view) + norms(view, 2)  # Qwen2 hard-codes qkv bias
+    # Qwen2 hard-codes bias on q/k/v (not o), whatever attention_bias says.
+    layer = gqa(view, qkv_bias=True, o_bias=False) + dense_mlp(view) + norms(view, 2)
     return decoder_total(view, [layer] * len(kinds))
 
 
