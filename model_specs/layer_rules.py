@@ -60,8 +60,9 @@ def sliding_window_pattern(view: ConfigView, n: int) -> LayerTypeList:
     explicit = explicit_layer_types(view, n)
     if explicit:
         return explicit
-    key = "sliding_window_pattern" if view.has("sliding_window_pattern") or not view.has(
-        "_sliding_window_pattern") else "_sliding_window_pattern"
+    # transformers 5 re-saves the legacy int as `_sliding_window_pattern`; either spelling counts.
+    legacy_only = view.has("_sliding_window_pattern") and not view.has("sliding_window_pattern")
+    key = "_sliding_window_pattern" if legacy_only else "sliding_window_pattern"
     period = view.int_value(key)
     if period < 1:
         raise InvalidConfigError(f"{key}={period} must be >= 1")

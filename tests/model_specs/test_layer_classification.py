@@ -122,3 +122,17 @@ def test_every_catalog_entry_loads() -> None:
         indices = [c.layer_idx for c in spec.cache_layers]
         assert indices == sorted(indices) and indices[0] >= 0 and indices[-1] < spec.num_hidden_layers
         assert spec.num_params > 0 and spec.max_model_len > 0
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_every_catalog_entry_sizes_its_caches(tp: int) -> None:
+    from hkv.model_specs import CacheOptions, catalog_names
+
+    for name in catalog_names():
+        for layer, cache in load_model_spec(name).cache_specs(CacheOptions(tp=tp)):
+            if cache is None:
+                assert layer.kv_shared_with is not None  # only KV-sharing layers own nothing
+            elif isinstance(layer, RecurrentDesc):
+                assert cache.state_bytes > 0
+            else:
+                assert cache.bytes_per_token > 0
