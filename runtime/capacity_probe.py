@@ -20,6 +20,8 @@ def probe_capacity(layout: Layout, max_model_len: int) -> int:
         raise ValueError(f"max_model_len must be >= 1, got {max_model_len}")
     if not layout.groups:
         return 0
+    if any(p.num_blocks < 1 for p in layout.pools if layout.groups_of(p.pool_id)):
+        return 0  # a pool without even its null block admits nothing
     if not any(layout.blocks_per_request(max_model_len)):
         raise ValueError(f"layout {layout.name!r}: a request of {max_model_len} tokens needs no block")
     manager = KVCacheManager(layout, CacheConfig(enable_caching=False))
@@ -29,8 +31,5 @@ def probe_capacity(layout: Layout, max_model_len: int) -> int:
         if not manager.reserve_worst_case(request, max_model_len):
             break
         admitted.append(request)
-    manager.check_integrity()
-    for request in admitted:
-        manager.free(request)
     manager.check_integrity()
     return len(admitted)

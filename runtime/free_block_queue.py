@@ -12,13 +12,14 @@ are appended to the back (least recently used first).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 
 class FreeBlockQueue:
     """Free block ids of one pool; a block id is either queued or not (no duplicates)."""
 
-    def __init__(self, num_blocks: int, block_ids: range) -> None:
+    def __init__(self, num_blocks: int, block_ids: Iterable[int]) -> None:
+        """Queue `block_ids` (ids < num_blocks) front to back."""
         self._head = num_blocks
         self._tail = num_blocks + 1
         self._next = [0] * (num_blocks + 2)
@@ -27,8 +28,23 @@ class FreeBlockQueue:
         self._len = 0
         self._next[self._head] = self._tail
         self._prev[self._tail] = self._head
-        for block_id in block_ids:
-            self.append(block_id)
+        if isinstance(block_ids, range) and block_ids.step == 1 and len(block_ids) > 0:
+            self._link_run(block_ids.start, block_ids.stop)
+        else:
+            for block_id in block_ids:
+                self.append(block_id)
+
+    def _link_run(self, first: int, stop: int) -> None:
+        """Link the empty queue to first, first + 1, ..., stop - 1 in one pass of list slices."""
+        last = stop - 1
+        self._next[first:last] = range(first + 1, stop)
+        self._next[last] = self._tail
+        self._next[self._head] = first
+        self._prev[first + 1:stop] = range(first, last)
+        self._prev[first] = self._head
+        self._prev[self._tail] = last
+        self._queued[first:stop] = b"\x01" * (stop - first)
+        self._len = stop - first
 
     def __len__(self) -> int:
         return self._len

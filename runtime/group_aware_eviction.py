@@ -7,8 +7,9 @@ groups cached but worthless (vLLM #45238, #48435). Two rules keep hit lengths ba
 1. Release order. A finished request's blocks reach the LRU back in descending token position
    across all groups (ties: later groups first), so its prefix shrinks from the tail in every
    group together, instead of group after group.
-2. Cascade. A released request leaves a `_ReleasedPrefix` (its hash chain). When one of its
-   blocks is evicted and that block lay inside the longest hit the chain still offered, the
+2. Cascade. A released request leaves a `_ReleasedPrefix` (its hash chain), which owns the
+   request's cached-free blocks, those released at its end and those it released earlier (out of
+   window, old checkpoints) that are still cached. When one of its blocks is evicted and that block lay inside the longest hit the chain still offered, the
    coordinator recomputes the chain's longest hit H from the live map; every cached-free block
    of the chain at a position >= H can no longer serve any hit, so it is moved to the queue
    front and goes before blocks that still serve hits. Each position is demoted at most once per
@@ -63,6 +64,7 @@ class GroupAwareEviction(LruEviction):
                 coordinator.managers[gid].pool.release(block_id)
             return
         prefix = _ReleasedPrefix(request.block_hashes, request.num_computed_tokens)
+        self._claim_released_early(request, prefix)
         for _, gid, pos, block_id in held:
             m = coordinator.managers[gid]
             pool = m.pool
@@ -71,6 +73,26 @@ class GroupAwareEviction(LruEviction):
                 pool_index = coordinator.pool_index_of_group[gid]
                 self._owner[pool_index][block_id] = prefix
                 self._start[pool_index][block_id] = pos * m.block_size
+
+    def _claim_released_early(self, request: Request, prefix: _ReleasedPrefix) -> None:
+        """Blocks the request released before its end (out of window, old checkpoints) that are
+        still cached-free join its released prefix: their eviction may kill its hits too."""
+        hashes = request.block_hashes
+        for m in self.coordinator.managers:
+            if m.hits_downward_closed:
+                continue
+            gid, size, stride = m.group_id, m.block_size, m.hash_stride
+            pool_index = self.coordinator.pool_index_of_group[gid]
+            owners, starts = self._owner[pool_index], self._start[pool_index]
+            cached, ref_cnt = m.pool.cached_map(gid), m.pool.ref_cnt
+            blocks = request.block_ids[gid]
+            for pos in range(min(len(blocks), prefix.num_tokens // size)):
+                if blocks[pos] != NULL_BLOCK_ID:
+                    continue
+                block_id = cached.get(hashes[(pos + 1) * stride - 1])
+                if block_id is not None and ref_cnt[block_id] == 0:
+                    owners[block_id] = prefix
+                    starts[block_id] = pos * size
 
     def _on_evict(self, pool: BlockPool, block_id: int, group_id: int) -> None:
         pool_index = self.coordinator.pool_index_of_group[group_id]

@@ -38,3 +38,37 @@ def make_layout(groups: Sequence[KVCacheGroup], pool_blocks: Sequence[int], *, m
     layout = Layout("test", groups, tuple(pools), max_model_len, in_flight_tokens, 0)
     layout.check_integrity()
     return layout
+
+
+def lone_manager(group: KVCacheGroup):
+    """The manager of a one-group layout (for hit-rule tables that need no blocks)."""
+    from hkv.runtime import KVCacheManager
+
+    return KVCacheManager(make_layout([group], [2])).coordinator.managers[0]
+
+
+def hit_len(manager, cached_positions: set[int], max_len: int, alignment: int) -> int:
+    return manager.longest_hit_len(cached_positions.__contains__, max_len, alignment)
+
+
+def ids(blocks_per_group) -> list[list[int]]:
+    """Block ids per group as plain lists (None stays None)."""
+    return None if blocks_per_group is None else [list(b) for b in blocks_per_group]
+
+
+def plant(kv, token_ids: list[int], group_id: int, positions: set[int]) -> dict[int, int]:
+    """Make positions of one group's chain cached-free, as if an earlier request left them;
+    returns position -> block id."""
+    from hkv.runtime import Request
+
+    hashes = kv.hasher.hash_tokens(token_ids)
+    m = kv.coordinator.managers[group_id]
+    planted = {}
+    for pos in sorted(positions):
+        [block_id] = m.pool.allocate(1, group_id)
+        assert m.pool.cache_block(block_id, hashes[(pos + 1) * m.hash_stride - 1], group_id)
+        planted[pos] = block_id
+    for block_id in planted.values():
+        m.pool.release(block_id)
+    del Request
+    return planted

@@ -1,0 +1,139 @@
+"""BlockPool: allocation order, ref counts, caching, LRU eviction, duplicates and integrity."""
+
+from __future__ import annotations
+
+import pytest
+
+from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
+
+H1, H2, H3 = b"h1" * 8, b"h2" * 8, b"h3" * 8
+
+
+def test_null_block_is_never_handed_out() -> None:
+    pool = BlockPool(0, 4, num_groups=1)
+    assert pool.num_usable_blocks == pool.num_free_blocks == 3
+    assert sorted(pool.allocate(3, 0)) == [1, 2, 3]
+    assert pool.num_free_blocks == 0
+    pool.check_integrity([(1, 0), (2, 0), (3, 0)])
+
+
+def test_one_block_pool_has_nothing_to_give() -> None:
+    pool = BlockPool(0, 1, num_groups=1)
+    assert pool.num_free_blocks == 0
+    with pytest.raises(AssertionError):
+        pool.allocate(1, 0)
+
+
+def test_lifecycle_table() -> None:
+    """A hand-traced sequence on a pool of 6 blocks (null + 5)."""
+    pool = BlockPool(0, 6, num_groups=2)
+    refs: list[tuple[int, int]] = []
+    # 1. Group 0 takes two blocks, group 1 one: front of the queue, in id order.
+    assert pool.allocate(2, 0) == [1, 2]
+    assert pool.allocate(1, 1) == [3]
+    refs += [(1, 0), (2, 0), (3, 1)]
+    pool.check_integrity(refs)
+    # 2. Cache 1 and 2 for group 0; caching twice is a no-op.
+    assert pool.cache_block(1, H1, 0) and pool.cache_block(2, H2, 0)
+    assert not pool.cache_block(1, H3, 0)
+    assert pool.get_cached_block(H1, 0) == 1 and pool.get_cached_block(H1, 1) is None
+    # 3. Release 2 then 1 (tail first): cached -> LRU back. Release 3 (uncached) -> front.
+    pool.release(2)
+    pool.release(1)
+    pool.release(3)
+    refs = []
+    assert list(pool._queue) == [3, 4, 5, 2, 1]
+    pool.check_integrity(refs)
+    assert pool.num_in_use_by_group == [0, 0]
+    # 4. A hit on H1 touches block 1: it leaves the queue with ref_cnt 1.
+    pool.touch([NULL_BLOCK_ID, 1], 0)
+    refs = [(1, 0)]
+    assert list(pool._queue) == [3, 4, 5, 2] and pool.ref_cnt[1] == 1
+    pool.check_integrity(refs)
+    # 5. Four blocks for group 1: 3, 4, 5 are plain free, then 2 is evicted (H2 dropped).
+    assert pool.allocate(4, 1) == [3, 4, 5, 2]
+    refs += [(3, 1), (4, 1), (5, 1), (2, 1)]
+    assert pool.get_cached_block(H2, 0) is None and pool.num_evictions == 1
+    assert pool.num_in_use_by_group == [1, 4]
+    pool.check_integrity(refs)
+
+
+def test_shared_block_returns_to_queue_at_last_release() -> None:
+    pool = BlockPool(0, 3, num_groups=1)
+    [block] = pool.allocate(1, 0)
+    pool.cache_block(block, H1, 0)
+    pool.touch([block], 0)
+    assert pool.ref_cnt[block] == 2
+    pool.release(block)
+    assert block not in pool._queue
+    pool.release(block)
+    assert block in pool._queue and pool.is_cached_free(block)
+    pool.check_integrity([])
+
+
+def test_cached_free_duplicate_gives_way_to_in_use_copy() -> None:
+    pool = BlockPool(0, 5, num_groups=1)
+    old, new = pool.allocate(2, 0)
+    pool.cache_block(old, H1, 0)
+    pool.release(old)  # cached-free, at the back: queue [3, 4, 1]
+    assert pool.cache_block(new, H1, 0)
+    assert pool.get_cached_block(H1, 0) == new
+    assert pool.block_hash[old] is None and list(pool._queue)[0] == old  # plain free, reused next
+    pool.check_integrity([(new, 0)])
+
+
+def test_in_use_holder_keeps_its_key() -> None:
+    pool = BlockPool(0, 4, num_groups=1)
+    first, second = pool.allocate(2, 0)
+    assert pool.cache_block(first, H1, 0)
+    assert not pool.cache_block(second, H1, 0)
+    assert pool.block_hash[second] is None
+    pool.check_integrity([(first, 0), (second, 0)])
+
+
+def test_demote_moves_cached_free_block_to_front() -> None:
+    pool = BlockPool(0, 5, num_groups=1)
+    a, b = pool.allocate(2, 0)
+    pool.cache_block(a, H1, 0)
+    pool.release(a)
+    pool.release(b)
+    assert list(pool._queue) == [b, 3, 4, a]
+    pool.demote(a)
+    assert list(pool._queue) == [a, b, 3, 4]
+
+
+def test_evict_listener_sees_block_and_group() -> None:
+    pool = BlockPool(0, 3, num_groups=2)
+    seen: list[tuple[int, int]] = []
+    pool.set_evict_listener(lambda p, block_id, group_id: seen.append((block_id, group_id)))
+    a, b = pool.allocate(2, 1)
+    pool.cache_block(a, H1, 1)
+    pool.release(a)
+    pool.release(b)
+    pool.allocate(2, 0)  # b (uncached) first, then a is evicted
+    assert seen == [(a, 1)]
+
+
+@pytest.mark.parametrize(("corrupt", "message"), [
+    (lambda p: p.ref_cnt.__setitem__(1, 2), "ref_cnt"),
+    (lambda p: p.block_group.__setitem__(1, 1), "two groups"),
+    (lambda p: p._cached[0].__setitem__(H2, 1), "hash differs"),
+    (lambda p: p.block_hash.__setitem__(2, H3), "not in the map"),
+    (lambda p: p.num_in_use_by_group.__setitem__(0, 5), "in-use counters"),
+])
+def test_integrity_violations_raise(corrupt, message: str) -> None:
+    pool = BlockPool(0, 5, num_groups=2)
+    a, _ = pool.allocate(2, 0)
+    pool.cache_block(a, H1, 0)
+    refs = [(1, 0), (2, 0)]
+    pool.check_integrity(refs)
+    corrupt(pool)
+    with pytest.raises(AssertionError, match=message):
+        pool.check_integrity(refs)
+
+
+def test_missing_reference_is_detected() -> None:
+    pool = BlockPool(0, 4, num_groups=1)
+    pool.allocate(2, 0)
+    with pytest.raises(AssertionError, match="ref_cnt 1 != 0"):
+        pool.check_integrity([(1, 0)])

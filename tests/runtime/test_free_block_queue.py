@@ -1,0 +1,82 @@
+"""FreeBlockQueue: order after each operation (table-driven) and integrity checking."""
+
+from __future__ import annotations
+
+import pytest
+
+from hkv.runtime.free_block_queue import FreeBlockQueue
+
+# Queue over blocks 1..5 of a 6-block pool (block 0, the null block, is never queued).
+CASES = [
+    # (operations, expected front-to-back order)
+    ([], [1, 2, 3, 4, 5]),
+    ([("popleft", None)], [2, 3, 4, 5]),
+    ([("popleft", None), ("append", 1)], [2, 3, 4, 5, 1]),
+    ([("popleft", None), ("appendleft", 1)], [1, 2, 3, 4, 5]),
+    ([("remove", 3)], [1, 2, 4, 5]),
+    ([("remove", 1), ("remove", 5)], [2, 3, 4]),
+    ([("move_to_front", 4)], [4, 1, 2, 3, 5]),
+    ([("move_to_front", 1)], [1, 2, 3, 4, 5]),
+    ([("remove", 2), ("append", 2), ("remove", 4), ("appendleft", 4)], [4, 1, 3, 5, 2]),
+    ([("popleft", None)] * 5, []),
+    ([("popleft", None)] * 5 + [("append", 3), ("appendleft", 5)], [5, 3]),
+]
+
+
+@pytest.mark.parametrize(("ops", "expected"), CASES)
+def test_order_after_operations(ops: list[tuple[str, int | None]], expected: list[int]) -> None:
+    queue = FreeBlockQueue(6, range(1, 6))
+    for name, arg in ops:
+        if arg is None:
+            getattr(queue, name)()
+        else:
+            getattr(queue, name)(arg)
+        queue.check_integrity()
+    assert list(queue) == expected
+    assert len(queue) == len(expected)
+    assert all((b in queue) == (b in expected) for b in range(6))
+
+
+def test_popleft_returns_front() -> None:
+    queue = FreeBlockQueue(4, [3, 1, 2])
+    assert [queue.popleft(), queue.popleft(), queue.popleft()] == [3, 1, 2]
+
+
+@pytest.mark.parametrize(("name", "arg"), [("append", 1), ("appendleft", 2), ("remove", 0)])
+def test_misuse_raises(name: str, arg: int) -> None:
+    queue = FreeBlockQueue(4, range(1, 4))
+    with pytest.raises(AssertionError):
+        getattr(queue, name)(arg)
+
+
+def test_pop_from_empty_raises() -> None:
+    queue = FreeBlockQueue(2, range(1, 2))
+    queue.popleft()
+    with pytest.raises(AssertionError, match="empty"):
+        queue.popleft()
+
+
+def test_integrity_detects_broken_links() -> None:
+    queue = FreeBlockQueue(6, range(1, 6))
+    queue._next[2] = 4  # skip block 3 going forward only
+    with pytest.raises(AssertionError, match="free queue"):
+        queue.check_integrity()
+
+
+def test_integrity_detects_wrong_length() -> None:
+    queue = FreeBlockQueue(6, range(1, 6))
+    queue._len = 4
+    with pytest.raises(AssertionError, match="free queue"):
+        queue.check_integrity()
+
+
+def test_links_are_preallocated_int_lists() -> None:
+    """No node objects: the links are two int lists sized once (num_blocks + head + tail)."""
+    queue = FreeBlockQueue(1000, range(1, 1000))
+    next_links, prev_links = queue._next, queue._prev
+    for _ in range(10):
+        block_id = queue.popleft()
+        queue.append(block_id)
+        queue.move_to_front(block_id)
+    assert queue._next is next_links and queue._prev is prev_links
+    assert len(next_links) == len(prev_links) == 1002
