@@ -7,6 +7,7 @@ import typer
 from hkv.cli.gpus_command import gpus_command
 from hkv.cli.models_command import models_command
 from hkv.cli.plan_command import plan_command
+from hkv.cli.run_command import run_command
 from hkv.cli.simulate_command import simulate_command
 
 app = typer.Typer(
@@ -20,6 +21,7 @@ app.command("plan")(plan_command)
 app.command("models")(models_command)
 app.command("gpus")(gpus_command)
 app.command("simulate")(simulate_command)
+app.command("run")(run_command)
 
 
 def main() -> None:

@@ -1,0 +1,151 @@
+"""`hkv run --model DIR --prompt-file FILE`: generate with the model on hkv's paged KV cache.
+
+parse -> check every input (files, tokenizer, lengths, plan) -> load weights -> generate ->
+report. Nothing reaches stdout before every input has been checked.
+
+Exit codes: 0 ok, 1 bad input (one stderr line), 2 usage, 3 the run and the plan disagree (the
+report shows which check failed; see hkv.runtime.run_report for the checks).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from hkv.cli.errors import UserError, handles_errors
+from hkv.cli.output import OutputFormat, note, stdout_console, write_json
+from hkv.planner.sizes import parse_size
+from hkv.runtime.errors import RuntimeCacheError
+from hkv.runtime.prompt_file import read_prompt_file
+from hkv.runtime.run_config import DEFAULT_CPU_KV_MEMORY_BYTES, RunConfig, SamplingConfig
+
+if TYPE_CHECKING:
+    from hkv.runtime.live_run import RunOutcome
+
+RUN_LAYOUTS = ("hkv", "vllm", "partitioned")
+MISMATCH_EXIT = 3
+_RUN_DEFAULTS = RunConfig()
+_SAMPLING_DEFAULTS = SamplingConfig()
+
+ModelOpt = Annotated[str, typer.Option("--model", help="local model directory (config.json + *.safetensors)")]
+PromptFileOpt = Annotated[str, typer.Option("--prompt-file", help="plain text (one prompt) or JSONL: "
+                                            '{"prompt": "..."} or {"token_ids": [...]} per line')]
+MaxNewOpt = Annotated[int, typer.Option("--max-new-tokens", help="tokens to generate per prompt at most")]
+TemperatureOpt = Annotated[float, typer.Option("--temperature", help="0 = greedy")]
+TopPOpt = Annotated[float, typer.Option("--top-p", help="nucleus sampling mass (with --temperature > 0)")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="sampling seed")]
+LayoutOpt = Annotated[str, typer.Option("--layout", help="KV layout: hkv, vllm or partitioned")]
+MaxLenOpt = Annotated[int | None, typer.Option("--max-model-len", help="longest request [default: the model's]")]
+KvMemoryOpt = Annotated[str | None, typer.Option(
+    "--kv-memory", help=f"KV cache SIZE [default: {DEFAULT_CPU_KV_MEMORY_BYTES // 2**20}MiB on cpu; on cuda "
+                        "free memory x --gpu-memory-utilization - weights]")]
+UtilOpt = Annotated[float | None, typer.Option("--gpu-memory-utilization",
+                                               help="cuda: share of free memory for weights + KV [default: 0.9]")]
+MaxSeqsOpt = Annotated[int | None, typer.Option("--max-num-seqs", help="running requests at most [default: 256]")]
+MnbtOpt = Annotated[int | None, typer.Option("--max-num-batched-tokens",
+                                             help="tokens per step (chunked prefill beyond) [default: 2048]")]
+BlockSizeOpt = Annotated[int | None, typer.Option("--block-size", help="tokens per KV block [default: 16]")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu or cuda")]
+FillOpt = Annotated[bool, typer.Option("--fill", help="also admit copies of the first prompt until the KV cache "
+                                       "is full, check the count against the plan, and run them")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
+
+
+@handles_errors
+def run_command(
+    model: ModelOpt, prompt_file: PromptFileOpt,
+    max_new_tokens: MaxNewOpt = _RUN_DEFAULTS.max_new_tokens,
+    temperature: TemperatureOpt = _SAMPLING_DEFAULTS.temperature, top_p: TopPOpt = _SAMPLING_DEFAULTS.top_p,
+    seed: SeedOpt = _SAMPLING_DEFAULTS.seed, layout: LayoutOpt = "hkv", max_model_len: MaxLenOpt = None,
+    kv_memory: KvMemoryOpt = None, gpu_memory_utilization: UtilOpt = None, max_num_seqs: MaxSeqsOpt = None,
+    max_num_batched_tokens: MnbtOpt = None, block_size: BlockSizeOpt = None, device: DeviceOpt = "cpu",
+    fill_cache: FillOpt = False, output_format: FormatOpt = OutputFormat.human,
+) -> None:
+    """Generate with a local model whose attention reads and writes hkv's paged KV cache, then
+    compare what the cache held with the plan. Exit 3 when they disagree.
+
+    Examples: hkv run --model ./gemma-3-1b-it --prompt-file prompt.txt ; hkv run --model ./m
+    --prompt-file prompts.jsonl --format json --fill --kv-memory 64MiB
+    """
+    # torch and transformers load here, not at import: `hkv plan` must start without them
+    from hkv.cli.render_run import RunProgress, render_report, render_timings
+    from hkv.runtime.live_run import fill, generate
+    from hkv.runtime.live_setup import (
+        RunOptions, check_device, check_prompts_fit, encode_prompts, kv_memory_budget, load_runner, open_model,
+        plan_run,
+    )
+    from hkv.runtime.run_report import build_report
+
+    if layout not in RUN_LAYOUTS:
+        raise UserError(f"--layout must be one of {', '.join(RUN_LAYOUTS)}, got {layout!r}")
+    prompts = read_prompt_file(prompt_file)
+    sampling = SamplingConfig(temperature, top_p, seed)
+    options = RunOptions(
+        device=device, layout=layout,
+        kv_memory_bytes=parse_size(kv_memory, option="--kv-memory") if kv_memory is not None else None,
+        gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len, block_size=block_size,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
+    if max_new_tokens < 1:
+        raise UserError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+    torch_device = check_device(device)
+    files = open_model(model)
+    prompt_ids = encode_prompts(files, prompts)
+    kv_bytes = kv_memory_budget(files, options)
+    the_plan = plan_run(files, options, kv_bytes)
+    check_prompts_fit(prompt_ids, the_plan, max_new_tokens)
+    config = RunConfig(max_new_tokens=max_new_tokens, sampling=sampling,
+                       max_num_batched_tokens=the_plan.budget.max_num_batched_tokens,
+                       max_num_seqs=the_plan.config.max_num_seqs, eos_token_ids=files.eos_token_ids)
+    human = output_format is OutputFormat.human
+    progress = RunProgress(files.tokenizer, len(prompt_ids), show=human and sys.stderr.isatty(), stream=human)
+    try:
+        with progress.loading():
+            runner = load_runner(files, the_plan, torch_device)
+        outcome = generate(runner, prompt_ids, config, progress)
+        progress.close()
+        fill_outcome = fill(runner, prompt_ids[0], config) if fill_cache else None
+    except RuntimeCacheError as err:
+        raise UserError(str(err)) from None
+    finally:
+        progress.close()
+    layout_obj = the_plan.primary.layout
+    request_len = min(max(len(p) for p in prompt_ids) + max_new_tokens, layout_obj.max_model_len)
+    report = build_report(layout_obj, kv_bytes, runner.kv_cache.num_bytes, request_len, outcome, fill_outcome)
+    if human:
+        console = stdout_console()
+        render_timings(outcome, progress.load_s, console)
+        render_report(report, console)
+    else:
+        write_json({
+            "schema_version": 1, "model": str(files.path), "model_type": files.spec.model_type,
+            "device": str(torch_device), "dtype": str(files.dtype).removeprefix("torch."),
+            "generations": _generations(outcome, files.tokenizer),
+            "timings": _timings(outcome, progress.load_s), "report": asdict(report),
+        })
+    if not report.agree:
+        failed = [c for c in report.checks if not c.ok]
+        note("MISMATCH between the plan and the run: " + "; ".join(
+            f"{c.name}: predicted {c.predicted}, measured {c.measured}" for c in failed))
+        raise typer.Exit(MISMATCH_EXIT)
+
+
+def _generations(outcome: RunOutcome, tokenizer: Any | None) -> list[dict[str, Any]]:
+    rows = []
+    for i, g in enumerate(outcome.generations):
+        row: dict[str, Any] = {"index": i, "prompt_tokens": len(g.prompt_token_ids), "token_ids": g.output_token_ids,
+                               "finish_reason": g.finish_reason}
+        if tokenizer is not None:
+            row["text"] = tokenizer.decode(g.output_token_ids, skip_special_tokens=True)
+        rows.append(row)
+    return rows
+
+
+def _timings(outcome: RunOutcome, load_s: float) -> dict[str, Any]:
+    t = outcome.timings
+    return {"load_s": load_s, "num_steps": t.num_steps, "total_s": t.total_s,
+            "prefill_tokens": t.prefill_tokens, "prefill_s": t.prefill_s,
+            "prefill_tokens_per_s": t.prefill_tokens_per_s, "decode_tokens": t.decode_tokens,
+            "decode_s": t.decode_s, "decode_tokens_per_s": t.decode_tokens_per_s}
