@@ -16,17 +16,10 @@ from hkv.cli.plan_options import (
     AvailableOpt, AvgLenOpt, BlockSizeOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt,
     MaxSeqsOpt, MnbtOpt, NoPrefixOpt, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt, build_plan_config,
 )
-from hkv.cli.render_simulation import render_simulation
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import LAYOUT_NAMES
 from hkv.runtime.cache_config import CacheConfig, EvictionPolicy
-from hkv.runtime.capacity_probe import probe_capacity
-from hkv.runtime.scheduler import SchedulerConfig
-from hkv.runtime.simulator import SimulationConfig, Simulator
-from hkv.runtime.trace_file import read_trace
-from hkv.runtime.workload_gen import generate_workload
-from hkv.runtime.workload_spec import parse_workload
 
 ModelArg = Annotated[str, typer.Argument(help="catalog name, HF id, model directory or config.json")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
@@ -57,6 +50,13 @@ def simulate_command(
     --layout all ; hkv simulate gpt-oss-120b --gpu h100 --probe-capacity --layout all
     """
     options = dict(locals())
+    # The runtime is imported here, not at module level, so `hkv plan` starts without it.
+    from hkv.runtime.scheduler import SchedulerConfig
+    from hkv.runtime.simulator import SimulationConfig
+    from hkv.runtime.trace_file import read_trace
+    from hkv.runtime.workload_gen import generate_workload
+    from hkv.runtime.workload_spec import parse_workload
+
     for key in ("model", "workload", "trace", "layout", "probe_capacity_flag", "sweep_split", "eviction",
                 "output_format"):
         del options[key]
@@ -92,12 +92,16 @@ def simulate_command(
     if output_format is OutputFormat.json:
         write_json({"schema_version": 1, "model": spec.name, "reports": [asdict(r) for r in reports]})
     else:
+        from hkv.cli.render_simulation import render_simulation
+
         render_simulation(reports, stdout_console())
     if any(r.interrupted for r in reports):
         raise typer.Exit(130)
 
 
 def _run_one(layout, requests, sim_cfg, output_format):
+    from hkv.runtime.simulator import Simulator
+
     sim = Simulator(layout, requests, sim_cfg)
     show = output_format is OutputFormat.human and sys.stderr.isatty()
     if not show:
@@ -109,6 +113,8 @@ def _run_one(layout, requests, sim_cfg, output_format):
 
 
 def _probe(the_plan, names, output_format) -> None:
+    from hkv.runtime.capacity_probe import probe_capacity
+
     rows = []
     for name in names:
         layout = the_plan.reports[name].layout
@@ -134,6 +140,8 @@ def _probe(the_plan, names, output_format) -> None:
 
 
 def _sweep(spec, cfg, requests, sim_cfg, output_format) -> None:
+    from hkv.runtime.simulator import Simulator
+
     max_len = cfg.max_model_len or spec.max_model_len
     mean_len = sum(r.prompt_len + r.output_len for r in requests) // len(requests)
     candidates = sorted({max(1, mean_len)} | {2**k for k in range(8, 40) if 2**k <= max_len} | {max_len})
