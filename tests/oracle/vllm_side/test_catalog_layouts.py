@@ -1,0 +1,163 @@
+"""hkv's `vllm` layout of every catalog model against vLLM 0.32's own KV cache planning.
+
+For each catalog model and scenario, hkv's per-layer specs (TP 1, the model's KV dtype) are
+turned into vLLM spec objects (oracle_bridge) and vLLM groups and sizes them; the test asserts
+that hkv's layout is the same: groups (order, kind, layer membership, block size, page size),
+bytes per block, num_blocks, `get_max_concurrency_for_kv_cache_config`, the capacity line vLLM
+logs, and the padding / Mamba-alignment messages.
+
+vLLM settings are those of a single-GPU CUDA engine with FlashAttention (hkv's target):
+`--block-size` as given (user-specified), layout LBNHC, async scheduling on (so
+`max_in_flight_tokens = 2 x max_num_batched_tokens`, as hkv assumes), chunked prefill on,
+prefix caching as the scenario says (align vs none Mamba cache mode).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+import oracle_bridge as ob
+from hkv.model_specs.cache_spec import StateCacheSpec
+from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.errors import LayoutUnavailableError
+
+GIB = 2**30
+
+SCENARIOS = {
+    # modest budget, short requests, small batches
+    "4GiB-L8k": lambda m: ob.Scenario(4 * GIB, 8192, 2048),
+    # large odd budget (floor division of num_blocks), the model's whole context
+    "37GiB-Lmax": lambda m: ob.Scenario(37 * GIB + 12345, m.max_model_len, 8192),
+    # prefix caching off (Mamba "none" mode: one state block, block = max_model_len), block 32
+    "noprefix-bs32": lambda m: ob.Scenario(3 * GIB + 1, 32768, 4096, block_size=32,
+                                           enable_prefix_caching=False),
+}
+
+MODELS = ob.catalog_names()
+
+
+@functools.lru_cache(maxsize=None)
+def model(name: str):
+    return ob.load_model(name)
+
+
+@functools.lru_cache(maxsize=None)
+def case(name: str, scenario: str, hybrid: bool = True):
+    m = model(name)
+    reason = ob.vllm_rejects(m)
+    if reason:
+        pytest.skip(reason)
+    sc = SCENARIOS[scenario](m)
+    layout_name = "vllm" if hybrid else "vllm-no-hybrid"
+    try:
+        cfg = ob.plan_config(sc)
+        from hkv.planner.memory_budget import compute_memory_budget
+        from hkv.planner.plan import build_layout
+        layout = build_layout(layout_name, m, cfg, compute_memory_budget(m, cfg))
+    except LayoutUnavailableError as err:
+        layout = err
+    try:
+        vllm = ob.run_vllm(m, sc, hybrid=hybrid)
+    except (ValueError, NotImplementedError, AssertionError) as err:
+        vllm = err
+    return m, sc, layout, vllm
+
+
+def known_state_block_gap(m, sc) -> str | None:
+    """hkv gives every recurrent group 3 blocks per request in align mode (2 + 1 prefill
+    checkpoint); vLLM 0.32 adds the checkpoint block only for Mamba2 layers."""
+    variants = {s.variant for _, s in ob.owned_specs(m, sc) if isinstance(s, StateCacheSpec)}
+    odd = sorted(v for v in variants if v not in ob.PREFILL_CHECKPOINT_BLOCKS)
+    if odd and sc.enable_prefix_caching:
+        return (f"known hkv mismatch: {'/'.join(odd)} state groups need 2 blocks per request in vLLM "
+                f"0.32 align mode (MambaSpec.max_memory_usage_bytes, kv_cache_interface.py:1076, with "
+                f"num_prefill_checkpoint_blocks=0 from MambaBase.get_kv_cache_spec, "
+                f"layers/mamba/abstract.py:65); hkv's planner/vllm_layout.py:mamba_state_blocks uses 3")
+    return None
+
+
+def _both(name: str, scenario: str, hybrid: bool = True):
+    m, sc, layout, vllm = case(name, scenario, hybrid)
+    if isinstance(vllm, Exception):
+        assert isinstance(layout, Exception), (
+            f"vLLM refuses ({type(vllm).__name__}: {vllm}) but hkv built a layout")
+        pytest.skip(f"vLLM and hkv both refuse: {vllm}")
+    assert not isinstance(layout, Exception), f"hkv refuses ({layout}) but vLLM builds {len(vllm.groups)} groups"
+    return m, sc, layout, vllm
+
+
+params = pytest.mark.parametrize("scenario", list(SCENARIOS))
+models = pytest.mark.parametrize("name", MODELS)
+
+
+@models
+@params
+def test_groups(name: str, scenario: str) -> None:
+    m, sc, layout, vllm = _both(name, scenario)
+    ours = ob.hkv_group_view(layout)
+    theirs = [ob.group_view(g) for g in vllm.groups]
+    assert [len(g["layers"]) for g in ours] == [len(g["layers"]) for g in theirs]
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert a == b, f"group {i}: hkv {a} != vLLM {b}"
+
+
+@models
+@params
+def test_num_blocks(name: str, scenario: str) -> None:
+    m, sc, layout, vllm = _both(name, scenario)
+    (pool,) = layout.pools
+    assert pool.bytes_per_block == ob.bytes_per_block(vllm.vllm_config, vllm.groups)
+    assert pool.num_blocks == vllm.kv_cache_config.num_blocks
+    assert pool.num_slots == max(len(g.layer_names) for g in vllm.groups)
+
+
+@models
+@params
+def test_max_concurrency(name: str, scenario: str) -> None:
+    m, sc, layout, vllm = _both(name, scenario)
+    assert layout.in_flight_tokens == vllm.vllm_config.max_in_flight_tokens
+    gap = known_state_block_gap(m, sc)
+    if gap and layout.max_concurrency(sc.max_model_len) != vllm.max_concurrency:
+        pytest.xfail(gap)
+    assert layout.max_concurrency(sc.max_model_len) == vllm.max_concurrency
+    assert not gap, f"fixed? remove the known-gap note: {gap}"
+
+
+@models
+@params
+def test_capacity_log_line(name: str, scenario: str) -> None:
+    m, sc, layout, vllm = _both(name, scenario)
+    ours = vllm_log_lines(layout, "current", "CPU")  # the oracle process runs on vLLM's CPU platform
+    assert vllm.log_line is not None, "vLLM logged no capacity line"
+    if ours != (vllm.log_line,) and known_state_block_gap(m, sc):
+        pytest.xfail(known_state_block_gap(m, sc))
+    assert ours == (vllm.log_line,)
+
+
+def _notes_of_interest(lines) -> list[str]:
+    keys = ("padding layers", "Setting attention block size", "Padding mamba page size")
+    return sorted({line for line in lines if any(k in line for k in keys)})
+
+
+@models
+@params
+def test_notes_match_vllm_messages(name: str, scenario: str) -> None:
+    """hkv's layout notes repeat vLLM's padding-layer and Mamba-alignment messages verbatim."""
+    m, sc, layout, vllm = _both(name, scenario)
+    assert _notes_of_interest(layout.notes) == _notes_of_interest(vllm.messages)
+
+
+@models
+@pytest.mark.parametrize("scenario", ["4GiB-L8k", "37GiB-Lmax"])
+def test_no_hybrid_layout(name: str, scenario: str) -> None:
+    """hkv's `vllm-no-hybrid` against vLLM with --disable-hybrid-kv-cache-manager."""
+    m, sc, layout, vllm = _both(name, scenario, hybrid=False)
+    ours = ob.hkv_group_view(layout)
+    theirs = [ob.group_view(g) for g in vllm.groups]
+    assert ours == theirs
+    (pool,) = layout.pools
+    assert pool.num_blocks == vllm.kv_cache_config.num_blocks
+    assert pool.bytes_per_block == ob.bytes_per_block(vllm.vllm_config, vllm.groups)
+    assert layout.max_concurrency(sc.max_model_len) == vllm.max_concurrency
