@@ -43,7 +43,7 @@ def test_vllm_oracle_suite() -> None:
         pytest.skip(f"vLLM oracle env not built ({why}): run bash tests/oracle/setup_vllm_env.sh")
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTEST_ADDOPTS", "VLLM_CPU_KVCACHE_SPACE")}
-    cmd = [str(ORACLE_PY), "-m", "pytest", str(SUITE), "-q", "-x", "-p", "no:cacheprovider",
+    cmd = [str(ORACLE_PY), "-m", "pytest", str(SUITE), "-x", "-p", "no:cacheprovider",
            "-W", "ignore::DeprecationWarning"]
     try:
         proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,

@@ -365,5 +365,18 @@ def hkv_group_view(layout: Layout) -> list[dict[str, object]]:
              "page_size_bytes": g.page_size_bytes} for g in layout.groups]
 
 
+def known_state_block_gap(model: ModelSpec, sc: Scenario) -> str | None:
+    """hkv gives every recurrent group 3 blocks per request in align mode (2 + 1 prefill
+    checkpoint); vLLM 0.32 adds the checkpoint block only for Mamba2 layers."""
+    variants = {s.variant for _, s in owned_specs(model, sc) if isinstance(s, StateCacheSpec)}
+    odd = sorted(v for v in variants if v not in PREFILL_CHECKPOINT_BLOCKS)
+    if odd and sc.enable_prefix_caching:
+        return (f"known hkv mismatch: {'/'.join(odd)} state groups need 2 blocks per request in vLLM "
+                f"0.32 align mode (MambaSpec.max_memory_usage_bytes, kv_cache_interface.py:1076, with "
+                f"num_prefill_checkpoint_blocks=0 from MambaBase.get_kv_cache_spec, "
+                f"layers/mamba/abstract.py:65); hkv's planner/vllm_layout.py:mamba_state_blocks uses 3")
+    return None
+
+
 def bytes_per_block(vc: VllmConfig, groups: list[KVCacheGroupSpec]) -> int:
     return kv_cache_utils._pool_bytes_per_block(vc, groups)

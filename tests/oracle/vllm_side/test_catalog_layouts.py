@@ -19,7 +19,6 @@ import functools
 import pytest
 
 import oracle_bridge as ob
-from hkv.model_specs.cache_spec import StateCacheSpec
 from hkv.planner.capacity import vllm_log_lines
 from hkv.planner.errors import LayoutUnavailableError
 
@@ -65,19 +64,6 @@ def case(name: str, scenario: str, hybrid: bool = True):
     return m, sc, layout, vllm
 
 
-def known_state_block_gap(m, sc) -> str | None:
-    """hkv gives every recurrent group 3 blocks per request in align mode (2 + 1 prefill
-    checkpoint); vLLM 0.32 adds the checkpoint block only for Mamba2 layers."""
-    variants = {s.variant for _, s in ob.owned_specs(m, sc) if isinstance(s, StateCacheSpec)}
-    odd = sorted(v for v in variants if v not in ob.PREFILL_CHECKPOINT_BLOCKS)
-    if odd and sc.enable_prefix_caching:
-        return (f"known hkv mismatch: {'/'.join(odd)} state groups need 2 blocks per request in vLLM "
-                f"0.32 align mode (MambaSpec.max_memory_usage_bytes, kv_cache_interface.py:1076, with "
-                f"num_prefill_checkpoint_blocks=0 from MambaBase.get_kv_cache_spec, "
-                f"layers/mamba/abstract.py:65); hkv's planner/vllm_layout.py:mamba_state_blocks uses 3")
-    return None
-
-
 def _both(name: str, scenario: str, hybrid: bool = True):
     m, sc, layout, vllm = case(name, scenario, hybrid)
     if isinstance(vllm, Exception):
@@ -118,7 +104,7 @@ def test_num_blocks(name: str, scenario: str) -> None:
 def test_max_concurrency(name: str, scenario: str) -> None:
     m, sc, layout, vllm = _both(name, scenario)
     assert layout.in_flight_tokens == vllm.vllm_config.max_in_flight_tokens
-    gap = known_state_block_gap(m, sc)
+    gap = ob.known_state_block_gap(m, sc)
     if gap and layout.max_concurrency(sc.max_model_len) != vllm.max_concurrency:
         pytest.xfail(gap)
     assert layout.max_concurrency(sc.max_model_len) == vllm.max_concurrency
@@ -131,8 +117,8 @@ def test_capacity_log_line(name: str, scenario: str) -> None:
     m, sc, layout, vllm = _both(name, scenario)
     ours = vllm_log_lines(layout, "current", "CPU")  # the oracle process runs on vLLM's CPU platform
     assert vllm.log_line is not None, "vLLM logged no capacity line"
-    if ours != (vllm.log_line,) and known_state_block_gap(m, sc):
-        pytest.xfail(known_state_block_gap(m, sc))
+    if ours != (vllm.log_line,) and ob.known_state_block_gap(m, sc):
+        pytest.xfail(ob.known_state_block_gap(m, sc))
     assert ours == (vllm.log_line,)
 
 
