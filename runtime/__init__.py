@@ -2,7 +2,7 @@
 
 from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.block_tables import BlockTables
-from hkv.runtime.cache_config import CacheConfig, EvictionPolicy
+from hkv.runtime.cache_config import CacheConfig, EvictionPolicy, SlidingRetention
 from hkv.runtime.cache_stats import CacheStats
 from hkv.runtime.capacity_probe import probe_capacity
 from hkv.runtime.errors import OutOfBlocksError, RequestTooLongError, RuntimeCacheError
@@ -15,5 +15,5 @@ __all__ = [
     "NULL_BLOCK_ID", "BlockPool", "BlockTables", "CacheConfig", "CacheStats", "ComputedBlocks",
     "EvictionPolicy", "KVCacheManager", "OutOfBlocksError", "Request", "RequestStatus",
     "RequestTooLongError", "RuntimeCacheError", "Scheduler", "SchedulerConfig", "ScheduledRequest",
-    "SchedulerOutput", "probe_capacity",
+    "SchedulerOutput", "SlidingRetention", "probe_capacity",
 ]

@@ -45,7 +45,6 @@ class BlockHasher:
         if hash_block_size < 1:
             raise ValueError(f"hash_block_size must be >= 1, got {hash_block_size}")
         self.hash_block_size = hash_block_size
-        self._pack = struct.Struct(f"<{hash_block_size}q").pack
 
     def hash_tokens(self, token_ids: list[int], cache_salt: str | None = None) -> list[bytes]:
         """Hashes of every full hash block of `token_ids` (for tests and offline use)."""
@@ -62,12 +61,13 @@ class BlockHasher:
         start = len(hashes)
         if start >= num_full:
             return
-        tokens, pack = request.token_ids, self._pack
+        token_bytes = struct.pack(f"<{(num_full - start) * size}q", *request.token_ids[start * size:num_full * size])
+        step = size * 8
         parent = hashes[-1] if hashes else None
-        for i in range(start, num_full):
-            token_bytes = pack(*tokens[i * size:(i + 1) * size])
+        for offset in range(0, len(token_bytes), step):
+            chunk = token_bytes[offset:offset + step]
             if parent is None:
-                parent = first_block_hash(token_bytes, request.cache_salt)
+                parent = first_block_hash(chunk, request.cache_salt)
             else:
-                parent = next_block_hash(parent, token_bytes)
+                parent = next_block_hash(parent, chunk)
             hashes.append(parent)

@@ -20,7 +20,8 @@ from hkv.runtime.free_block_queue import FreeBlockQueue
 
 NULL_BLOCK_ID = 0
 
-EvictListener = Callable[["BlockPool", int, int], None]  # (pool, block id, group id)
+# Called once per allocation that evicted cached blocks: (pool, [(block id, its old group id)]).
+EvictListener = Callable[["BlockPool", list[tuple[int, int]]], None]
 
 
 class BlockPool:
@@ -52,7 +53,8 @@ class BlockPool:
         return len(self._queue)
 
     def set_evict_listener(self, listener: EvictListener | None) -> None:
-        """Call `listener(pool, block_id, group_id)` after a cached block is evicted."""
+        """Call `listener(pool, [(block_id, group_id), ...])` after an allocation evicted cached
+        blocks (their map entries are already gone)."""
         self._evict_listener = listener
 
     def get_cached_block(self, block_hash: bytes, group_id: int) -> int | None:
@@ -65,32 +67,28 @@ class BlockPool:
     def allocate(self, num_blocks: int, group_id: int) -> list[int]:
         """Pop `num_blocks` blocks from the front of the free queue for `group_id`, ref_cnt 1.
 
-        Popped cached blocks are evicted (their map entry dropped). The caller checks
-        `num_free_blocks` first; asking for more raises AssertionError.
+        Popped cached blocks are evicted (their map entry dropped, then the evict listener
+        called). The caller checks `num_free_blocks` first; asking for more raises AssertionError.
         """
-        assert num_blocks <= len(self._queue), (
-            f"pool {self.pool_id}: {num_blocks} blocks asked, {len(self._queue)} free")
-        queue, block_hash, ref_cnt, block_group = self._queue, self.block_hash, self.ref_cnt, self.block_group
-        block_ids = []
-        for _ in range(num_blocks):
-            block_id = queue.popleft()
+        block_ids = self._queue.popleft_n(num_blocks)
+        block_hash, ref_cnt, block_group = self.block_hash, self.ref_cnt, self.block_group
+        evicted = None
+        for block_id in block_ids:
             old_hash = block_hash[block_id]
             if old_hash is not None:
-                self._evict(block_id, old_hash)
+                del self._cached[block_group[block_id]][old_hash]  # type: ignore[index]
+                block_hash[block_id] = None
+                if evicted is None:
+                    evicted = []
+                evicted.append((block_id, block_group[block_id]))
             ref_cnt[block_id] = 1
             block_group[block_id] = group_id
-            block_ids.append(block_id)
         self.num_in_use_by_group[group_id] += num_blocks
+        if evicted is not None:
+            self.num_evictions += len(evicted)
+            if self._evict_listener is not None:
+                self._evict_listener(self, evicted)  # type: ignore[arg-type]
         return block_ids
-
-    def _evict(self, block_id: int, old_hash: bytes) -> None:
-        group_id = self.block_group[block_id]
-        assert group_id is not None
-        del self._cached[group_id][old_hash]
-        self.block_hash[block_id] = None
-        self.num_evictions += 1
-        if self._evict_listener is not None:
-            self._evict_listener(self, block_id, group_id)
 
     def touch(self, block_ids: Iterable[int], group_id: int) -> None:
         """Take one more reference on each non-null block (cache hits); free ones leave the queue."""
@@ -108,45 +106,64 @@ class BlockPool:
     def release(self, block_id: int) -> None:
         """Drop one reference. At zero the block is queued: cached ones at the back (evicted last,
         LRU), uncached ones at the front (reused first)."""
-        ref = self.ref_cnt[block_id] - 1
-        assert ref >= 0 and block_id != NULL_BLOCK_ID, f"release of free or null block {block_id}"
-        self.ref_cnt[block_id] = ref
-        if ref:
-            return
-        group_id = self.block_group[block_id]
-        assert group_id is not None
-        self.num_in_use_by_group[group_id] -= 1
-        if self.block_hash[block_id] is None:
-            self.block_group[block_id] = None
-            self._queue.appendleft(block_id)
-        else:
-            self._queue.append(block_id)
+        self.release_blocks((block_id,))
+
+    def release_blocks(self, block_ids: Iterable[int]) -> None:
+        """`release` each block in order; null blocks are skipped."""
+        ref_cnt, block_hash, block_group = self.ref_cnt, self.block_hash, self.block_group
+        in_use, queue = self.num_in_use_by_group, self._queue
+        for block_id in block_ids:
+            if block_id == NULL_BLOCK_ID:
+                continue
+            ref = ref_cnt[block_id] - 1
+            assert ref >= 0, f"release of free block {block_id}"
+            ref_cnt[block_id] = ref
+            if ref:
+                continue
+            in_use[block_group[block_id]] -= 1  # type: ignore[index]
+            if block_hash[block_id] is None:
+                block_group[block_id] = None
+                queue.appendleft(block_id)
+            else:
+                queue.append(block_id)
 
     def cache_block(self, block_id: int, block_hash: bytes, group_id: int) -> bool:
         """Register an in-use block under (block_hash, group_id). Returns False (no change) if the
         block is already hashed or another in-use block holds that key; a cached-free block
         holding the key (an identical copy) loses it and becomes a plain free block."""
-        assert self.ref_cnt[block_id] > 0 and self.block_group[block_id] == group_id
-        if self.block_hash[block_id] is not None:
-            return False
+        return self.cache_blocks((block_id,), (block_hash,), group_id) == 1
+
+    def cache_blocks(self, block_ids: Sequence[int], block_hashes: Sequence[bytes], group_id: int) -> int:
+        """`cache_block` for each (block, hash) pair of in-use blocks of `group_id`; null blocks
+        are skipped. Returns how many were registered."""
         cached = self._cached[group_id]
-        holder = cached.get(block_hash)
-        if holder is not None:
-            if self.ref_cnt[holder] > 0:
-                return False
-            # The key is held by a cached-free duplicate: keep the in-use copy, free the other.
-            self.block_hash[holder] = None
-            self.block_group[holder] = None
-            self._queue.move_to_front(holder)
-            self.num_replaced += 1
-        cached[block_hash] = block_id
-        self.block_hash[block_id] = block_hash
-        return True
+        hash_of, ref_cnt = self.block_hash, self.ref_cnt
+        num_cached = 0
+        for block_id, block_hash in zip(block_ids, block_hashes):
+            if block_id == NULL_BLOCK_ID or hash_of[block_id] is not None:
+                continue
+            assert ref_cnt[block_id] > 0 and self.block_group[block_id] == group_id
+            holder = cached.get(block_hash)
+            if holder is not None:
+                if ref_cnt[holder] > 0:
+                    continue
+                # The key is held by a cached-free duplicate: keep the in-use copy, free the other.
+                hash_of[holder] = None
+                self.block_group[holder] = None
+                self._queue.move_to_front(holder)
+                self.num_replaced += 1
+            cached[block_hash] = block_id
+            hash_of[block_id] = block_hash
+            num_cached += 1
+        return num_cached
 
     def demote(self, block_id: int) -> None:
         """Move a cached-free block to the front of the queue: it is evicted next."""
-        assert self.ref_cnt[block_id] == 0 and self.block_hash[block_id] is not None
-        self._queue.move_to_front(block_id)
+        self.demote_blocks((block_id,))
+
+    def demote_blocks(self, block_ids: Iterable[int]) -> None:
+        """`demote` each cached-free block in order (the last one ends up first)."""
+        self._queue.move_many_to_front(block_ids)
 
     def is_cached_free(self, block_id: int) -> bool:
         return self.ref_cnt[block_id] == 0 and self.block_hash[block_id] is not None

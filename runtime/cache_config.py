@@ -22,7 +22,23 @@ class EvictionPolicy(str, Enum):
     GROUP_AWARE = "group_aware"
 
 
+class SlidingRetention(str, Enum):
+    """Which full blocks of a sliding-window group are registered in the prefix cache.
+
+    ALL: every full block (dense), as full attention.
+    HIT_POINTS: only the W - 1 tokens before the lengths where a later request is expected to
+        hit (vLLM's default sparse retention): where full attention already hit further than
+        the hybrid hit (a shared-prefix junction), the prompt end (a resend) and the length the
+        request reached (the next turn of a conversation). Other sliding blocks can never serve
+        a hit on their own, so they are freed uncached and reused first.
+    """
+
+    ALL = "all"
+    HIT_POINTS = "hit_points"
+
+
 @dataclass(frozen=True)
 class CacheConfig:
     enable_caching: bool = True  # prefix caching: hash full blocks, reuse them on hits
     eviction_policy: EvictionPolicy = EvictionPolicy.GROUP_AWARE
+    sliding_retention: SlidingRetention = SlidingRetention.HIT_POINTS

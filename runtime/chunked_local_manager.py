@@ -10,6 +10,7 @@ A hit at a chunk boundary needs no block at all; inside a chunk it needs the chu
 from __future__ import annotations
 
 from hkv.model_specs.cache_spec import CacheKind
+from hkv.planner.layout import cdiv
 from hkv.runtime.kind_manager import KindManager
 
 
@@ -21,6 +22,10 @@ class ChunkedLocalManager(KindManager):
         chunk = self.group.spec.chunk_len  # type: ignore[union-attr]
         assert chunk is not None
         return chunk
+
+    @property
+    def release_lookback_blocks(self) -> int:
+        return cdiv(self.chunk_len, self.block_size)
 
     def num_skipped_blocks(self, num_computed: int) -> int:
         return num_computed // self.chunk_len * self.chunk_len // self.block_size

@@ -89,6 +89,21 @@ class FreeBlockQueue:
         self.remove(block_id)
         self.appendleft(block_id)
 
+    def move_many_to_front(self, block_ids: Iterable[int]) -> None:
+        """`move_to_front` each queued block in order (the last one ends up first)."""
+        nxt, prv, queued, head = self._next, self._prev, self._queued, self._head
+        for block_id in block_ids:
+            assert queued[block_id], f"block {block_id} is not free"
+            prev = prv[block_id]
+            after = nxt[block_id]
+            nxt[prev] = after
+            prv[after] = prev
+            first = nxt[head]
+            prv[first] = block_id
+            nxt[block_id] = first
+            prv[block_id] = head
+            nxt[head] = block_id
+
     def popleft(self) -> int:
         """Unlink and return the front block id. The queue must not be empty."""
         block_id = self._next[self._head]
@@ -99,6 +114,22 @@ class FreeBlockQueue:
         self._queued[block_id] = 0
         self._len -= 1
         return block_id
+
+    def popleft_n(self, num_blocks: int) -> list[int]:
+        """Unlink and return the first `num_blocks` block ids (front first)."""
+        assert num_blocks <= self._len, f"pop of {num_blocks} from a free queue of {self._len}"
+        nxt, queued, tail = self._next, self._queued, self._tail
+        block_ids = []
+        block_id = nxt[self._head]
+        for _ in range(num_blocks):
+            block_ids.append(block_id)
+            queued[block_id] = 0
+            block_id = nxt[block_id]
+        assert block_id == tail or num_blocks < self._len
+        nxt[self._head] = block_id
+        self._prev[block_id] = self._head
+        self._len -= num_blocks
+        return block_ids
 
     def __iter__(self) -> Iterator[int]:
         """Front to back. Not for hot paths."""

@@ -18,6 +18,7 @@ from typing import ClassVar
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import KVCacheGroup, cdiv
 from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.cache_config import CacheConfig
 from hkv.runtime.request import Request
 
 IsCached = Callable[[int], bool]  # block position -> cached in every group of a lookup batch
@@ -31,7 +32,14 @@ class KindManager:
     # aligned hit): the coordinator then evaluates the lookup once instead of per candidate.
     hits_downward_closed: ClassVar[bool] = False
 
-    def __init__(self, group: KVCacheGroup, group_id: int, pool: BlockPool, hash_block_size: int) -> None:
+    @property
+    def release_lookback_blocks(self) -> int:
+        """Positions before the skipped frontier whose (early released) blocks a hit near the
+        request's end may still need (group-aware eviction claims them)."""
+        return 0
+
+    def __init__(self, group: KVCacheGroup, group_id: int, pool: BlockPool, hash_block_size: int,
+                 config: CacheConfig) -> None:
         if group.block_size % hash_block_size:
             raise ValueError(f"group {group_id}: block_size {group.block_size} is not a multiple "
                              f"of hash_block_size {hash_block_size}")
@@ -41,6 +49,7 @@ class KindManager:
         self.block_size = group.block_size
         self.hash_stride = group.block_size // hash_block_size  # fine hashes per block
         self.num_early_released_blocks = 0  # released before the request ended
+        self.config = config
 
     # ---- kind rules -------------------------------------------------------------------------
 
@@ -109,15 +118,13 @@ class KindManager:
         stop = min(self.num_skipped_blocks(num_computed), len(blocks))
         if stop <= start:
             return
-        release = self.pool.release
+        released = blocks[start:stop]
         # Tail first: a released cached block goes to the LRU back, so later positions of the
         # prefix are evicted before the earlier positions they depend on.
-        for pos in range(stop - 1, start - 1, -1):
-            block_id = blocks[pos]
-            if block_id != NULL_BLOCK_ID:
-                release(block_id)
-                blocks[pos] = NULL_BLOCK_ID
-                self.num_early_released_blocks += 1
+        released.reverse()
+        self.pool.release_blocks(released)
+        self.num_early_released_blocks += len(released) - released.count(NULL_BLOCK_ID)
+        blocks[start:stop] = [NULL_BLOCK_ID] * (stop - start)
         request.num_skipped_blocks[gid] = stop
 
     def cache_blocks(self, request: Request, num_computed: int) -> None:
@@ -129,12 +136,14 @@ class KindManager:
         stop = min(num_computed // self.block_size, len(blocks))
         if stop <= start:
             return
-        hashes, stride, cache_block = request.block_hashes, self.hash_stride, self.pool.cache_block
-        for pos in range(start, stop):
-            block_id = blocks[pos]
-            if block_id != NULL_BLOCK_ID:
-                cache_block(block_id, hashes[(pos + 1) * stride - 1], gid)
+        stride = self.hash_stride
+        self.pool.cache_blocks(blocks[start:stop],
+                               request.block_hashes[(start + 1) * stride - 1:stop * stride:stride], gid)
         request.num_cached_blocks[gid] = stop
+
+    def cache_hit_point(self, request: Request, hit_len: int) -> None:
+        """Make sure the blocks a later hit of `hit_len` tokens needs are cached (kinds that do
+        not cache densely override this; the others have cached them already)."""
 
     def max_blocks_held(self, num_computed: int, num_tokens: int) -> int:
         """Most non-null blocks a request may hold after a step computing tokens

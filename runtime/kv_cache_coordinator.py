@@ -17,6 +17,7 @@ from math import gcd, lcm
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import KVCacheGroup, Layout
 from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.cache_config import CacheConfig
 from hkv.runtime.chunked_local_manager import ChunkedLocalManager
 from hkv.runtime.full_attention_manager import FullAttentionManager
 from hkv.runtime.kind_manager import IsCached, KindManager
@@ -43,11 +44,20 @@ class _LookupBatch:
         self.stride = self.manager.hash_stride
 
     def is_cached_fn(self, block_hashes: list[bytes]) -> IsCached:
-        stride, maps = self.stride, self.maps
-        if len(maps) == 1:
-            only = maps[0]
-            return lambda pos: block_hashes[(pos + 1) * stride - 1] in only
-        return lambda pos: all(block_hashes[(pos + 1) * stride - 1] in m for m in maps)
+        stride, first, rest = self.stride, self.maps[0], self.maps[1:]
+        if not rest:
+            return lambda pos: block_hashes[(pos + 1) * stride - 1] in first
+
+        def is_cached(pos: int) -> bool:
+            block_hash = block_hashes[(pos + 1) * stride - 1]
+            if block_hash not in first:
+                return False
+            for cached in rest:
+                if block_hash not in cached:
+                    return False
+            return True
+
+        return is_cached
 
 
 def _batch_key(group: KVCacheGroup) -> tuple[object, ...]:
@@ -57,14 +67,14 @@ def _batch_key(group: KVCacheGroup) -> tuple[object, ...]:
 class KVCacheCoordinator:
     """One manager per group of the Layout over the pools they draw from."""
 
-    def __init__(self, layout: Layout, pools: dict[int, BlockPool]) -> None:
+    def __init__(self, layout: Layout, pools: dict[int, BlockPool], config: CacheConfig) -> None:
         if not layout.groups:
             raise ValueError(f"layout {layout.name!r} has no KV cache groups")
         sizes = [g.block_size for g in layout.groups]
         self.hash_block_size = gcd(*sizes)
         self.hit_alignment = lcm(*sizes)
         self.managers: list[KindManager] = [
-            MANAGER_BY_KIND[g.kind](g, gid, pools[g.pool_id], self.hash_block_size)
+            MANAGER_BY_KIND[g.kind](g, gid, pools[g.pool_id], self.hash_block_size, config)
             for gid, g in enumerate(layout.groups)
         ]
         self.num_groups = len(self.managers)
@@ -136,6 +146,10 @@ class KVCacheCoordinator:
     def cache_blocks(self, request: Request, num_computed: int) -> None:
         for m in self.managers:
             m.cache_blocks(request, num_computed)
+
+    def cache_hit_point(self, request: Request, hit_len: int) -> None:
+        for m in self.managers:
+            m.cache_hit_point(request, hit_len)
 
     def remove_skipped_blocks(self, request: Request, num_computed: int) -> None:
         for m in self.managers:

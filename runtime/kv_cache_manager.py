@@ -53,7 +53,7 @@ class KVCacheManager:
         self.in_flight_tokens = layout.in_flight_tokens
         num_groups = len(layout.groups)
         self.pools = {p.pool_id: BlockPool(p.pool_id, p.num_blocks, num_groups) for p in layout.pools}
-        self.coordinator = KVCacheCoordinator(layout, self.pools)
+        self.coordinator = KVCacheCoordinator(layout, self.pools, self.config)
         self.enable_caching = self.config.enable_caching
         self.hasher = BlockHasher(self.coordinator.hash_block_size)
         self.eviction = EVICTION_BY_POLICY[self.config.eviction_policy](self.coordinator, self.enable_caching)
@@ -81,12 +81,18 @@ class KVCacheManager:
     def get_computed_blocks(self, request: Request) -> ComputedBlocks:
         """The longest cached prefix of `request` that every group accepts, at most
         num_tokens - 1 tokens (the last token is recomputed for its logits). Reads only: no
-        reference is taken until `allocate_slots` adopts the hit. Empty when caching is off."""
+        reference is taken until `allocate_slots` adopts the hit (it only notes, on the request,
+        where a later hit may land). Empty when caching is off."""
         if not self.enable_caching:
             return self._empty_hit
         self.hasher.extend(request)
         max_len = min(request.num_tokens - 1, self.max_model_len)
-        hit_len = self.coordinator.find_longest_cache_hit(request.block_hashes, max_len)
+        coordinator = self.coordinator
+        closed_len = coordinator.closed_hit_len(request.block_hashes, max_len)
+        hit_len = coordinator.find_longest_cache_hit(request.block_hashes, max_len, closed_len)
+        # Full attention reaches further than the hybrid hit: a shared-prefix junction where the
+        # other groups should keep what a later hit needs (SlidingRetention.HIT_POINTS).
+        request.expected_hit_lens = [closed_len] if closed_len > hit_len else []
         if hit_len == 0:
             return self._empty_hit
         return ComputedBlocks(self.coordinator.hit_blocks(request.block_hashes, hit_len), hit_len)
@@ -159,6 +165,10 @@ class KVCacheManager:
             self._requests[request.request_id] = request
             self._num_query_tokens += request.num_tokens
             self._num_hit_tokens += num_new_computed_tokens
+            alignment = coordinator.hit_alignment
+            resend_len = (request.num_tokens - 1) // alignment * alignment  # same prompt again
+            if resend_len > num_new_computed_tokens and resend_len not in request.expected_hit_lens:
+                request.expected_hit_lens.append(resend_len)
         coordinator.set_steady_bounds(request, base, self.enable_caching)
         return new_blocks
 
@@ -200,12 +210,16 @@ class KVCacheManager:
         if request.block_ids:
             if self.enable_caching and request.request_id in self._requests:
                 self.hasher.extend(request)
-                self.coordinator.cache_blocks(request, request.num_computed_tokens)
+                num_computed = request.num_computed_tokens
+                self.coordinator.cache_blocks(request, num_computed)
+                alignment = self.coordinator.hit_alignment
+                self.coordinator.cache_hit_point(request, num_computed // alignment * alignment)
             self.eviction.free_request(request)
         request.block_ids = []
         request.num_cached_blocks = []
         request.num_skipped_blocks = []
         request.state_copies.clear()
+        request.expected_hit_lens = []
         request.steady_until_computed = 0
         request.steady_until_tokens = 0
         self._requests.pop(request.request_id, None)

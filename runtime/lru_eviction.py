@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from hkv.runtime.block_pool import NULL_BLOCK_ID
 from hkv.runtime.kv_cache_coordinator import KVCacheCoordinator
 from hkv.runtime.request import Request
 
@@ -20,8 +19,6 @@ class LruEviction:
         (cached blocks reach the LRU back in that order)."""
         for m in reversed(self.coordinator.managers):
             blocks = request.block_ids[m.group_id]
-            start = request.num_skipped_blocks[m.group_id]
-            release = m.pool.release
-            for pos in range(len(blocks) - 1, start - 1, -1):
-                if blocks[pos] != NULL_BLOCK_ID:
-                    release(blocks[pos])
+            held = blocks[request.num_skipped_blocks[m.group_id]:]
+            held.reverse()
+            m.pool.release_blocks(held)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import KVCacheGroup, cdiv
 from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.cache_config import CacheConfig
 from hkv.runtime.kind_manager import KindManager
 from hkv.runtime.request import Request
 
@@ -29,12 +30,15 @@ from hkv.runtime.request import Request
 class RecurrentStateManager(KindManager):
     kind = CacheKind.RECURRENT
 
-    def __init__(self, group: KVCacheGroup, group_id: int, pool: BlockPool, hash_block_size: int) -> None:
-        super().__init__(group, group_id, pool, hash_block_size)
+    def __init__(self, group: KVCacheGroup, group_id: int, pool: BlockPool, hash_block_size: int,
+                 config: CacheConfig) -> None:
+        super().__init__(group, group_id, pool, hash_block_size, config)
         if group.num_state_blocks is None or group.num_state_blocks < 1:
             raise ValueError(f"recurrent group {group_id} needs num_state_blocks >= 1, "
                              f"got {group.num_state_blocks}")
         self.num_state_blocks = group.num_state_blocks
+
+    release_lookback_blocks = 2  # the checkpoint the live state was last copied from
 
     def num_skipped_blocks(self, num_computed: int) -> int:
         return max(0, cdiv(num_computed, self.block_size) - 1)

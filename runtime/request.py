@@ -18,7 +18,8 @@ class Request:
 
     `block_ids[g][i]` is the block holding tokens [i * block_size_g, (i + 1) * block_size_g) of
     group g (the null block where the group skips them). The KV cache manager owns `block_ids`,
-    `num_cached_blocks`, `num_skipped_blocks`, `state_copies` and the `steady_until_*` bounds;
+    `num_cached_blocks`, `num_skipped_blocks`, `state_copies`, `expected_hit_lens` and the
+    `steady_until_*` bounds;
     the scheduler owns the rest.
     `block_hashes` holds one hash per full hash block, appended incrementally (see block_hash.py).
     """
@@ -28,6 +29,7 @@ class Request:
         "num_computed_tokens", "block_hashes", "block_ids", "num_cached_blocks", "num_skipped_blocks",
         "status",
         "num_preemptions", "steady_until_computed", "steady_until_tokens", "state_copies",
+        "expected_hit_lens",
     )
 
     def __init__(
@@ -61,6 +63,9 @@ class Request:
         # (group id, source block id, destination block id): recurrent states to copy before the
         # next step reads them; filled by the KV cache manager, drained by the scheduler.
         self.state_copies: list[tuple[int, int, int]] = []
+        # Lengths where a later request is expected to hit this one's prefix (sparse caching of
+        # sliding-window blocks, see SlidingRetention); set by the KV cache manager.
+        self.expected_hit_lens: list[int] = []
 
     @property
     def num_tokens(self) -> int:

@@ -8,7 +8,10 @@
 from __future__ import annotations
 
 from hkv.model_specs.cache_spec import CacheKind
+from hkv.planner.layout import cdiv
+from hkv.runtime.cache_config import SlidingRetention
 from hkv.runtime.kind_manager import KindManager
+from hkv.runtime.request import Request
 
 
 class SlidingWindowManager(KindManager):
@@ -20,8 +23,42 @@ class SlidingWindowManager(KindManager):
         assert window is not None
         return window
 
+    @property
+    def release_lookback_blocks(self) -> int:
+        return cdiv(self.window_len - 1, self.block_size) + 1
+
     def num_skipped_blocks(self, num_computed: int) -> int:
         return max(0, num_computed - self.window_len + 1) // self.block_size
 
     def next_release_len(self, num_computed: int) -> int | None:
         return (self.num_skipped_blocks(num_computed) + 1) * self.block_size + self.window_len - 1
+
+    def cache_blocks(self, request: Request, num_computed: int) -> None:
+        """ALL: as full attention. HIT_POINTS: only blocks inside the window before one of
+        `request.expected_hit_lens` (see SlidingRetention)."""
+        if self.config.sliding_retention is SlidingRetention.ALL:
+            super().cache_blocks(request, num_computed)
+            return
+        gid = self.group_id
+        start = request.num_cached_blocks[gid]
+        blocks = request.block_ids[gid]
+        stop = min(num_computed // self.block_size, len(blocks))
+        if stop <= start:
+            return
+        for hit_len in request.expected_hit_lens:
+            self._cache_range(request, max(start, self.num_skipped_blocks(hit_len)),
+                              min(stop, hit_len // self.block_size))
+        request.num_cached_blocks[gid] = stop
+
+    def cache_hit_point(self, request: Request, hit_len: int) -> None:
+        if self.config.sliding_retention is SlidingRetention.HIT_POINTS:
+            gid = self.group_id
+            self._cache_range(request, max(request.num_skipped_blocks[gid], self.num_skipped_blocks(hit_len)),
+                              min(len(request.block_ids[gid]), hit_len // self.block_size))
+
+    def _cache_range(self, request: Request, start: int, stop: int) -> None:
+        if start < stop:
+            stride = self.hash_stride
+            self.pool.cache_blocks(request.block_ids[self.group_id][start:stop],
+                                   request.block_hashes[(start + 1) * stride - 1:stop * stride:stride],
+                                   self.group_id)

@@ -105,7 +105,7 @@ def test_demote_moves_cached_free_block_to_front() -> None:
 def test_evict_listener_sees_block_and_group() -> None:
     pool = BlockPool(0, 3, num_groups=2)
     seen: list[tuple[int, int]] = []
-    pool.set_evict_listener(lambda p, block_id, group_id: seen.append((block_id, group_id)))
+    pool.set_evict_listener(lambda p, evicted: seen.extend(evicted))
     a, b = pool.allocate(2, 1)
     pool.cache_block(a, H1, 1)
     pool.release(a)

@@ -80,3 +80,21 @@ def test_links_are_preallocated_int_lists() -> None:
         queue.move_to_front(block_id)
     assert queue._next is next_links and queue._prev is prev_links
     assert len(next_links) == len(prev_links) == 1002
+
+
+def test_move_many_to_front_equals_one_by_one() -> None:
+    one, many = FreeBlockQueue(8, range(1, 8)), FreeBlockQueue(8, range(1, 8))
+    for block_id in (5, 2, 7, 2):
+        one.move_to_front(block_id)
+    many.move_many_to_front([5, 2, 7, 2])
+    assert list(one) == list(many) == [2, 7, 5, 1, 3, 4, 6]
+    many.check_integrity()
+
+
+def test_popleft_n() -> None:
+    queue = FreeBlockQueue(6, range(1, 6))
+    assert queue.popleft_n(2) == [1, 2] and list(queue) == [3, 4, 5]
+    assert queue.popleft_n(3) == [3, 4, 5] and len(queue) == 0
+    queue.check_integrity()
+    with pytest.raises(AssertionError):
+        queue.popleft_n(1)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout
 
-from hkv.runtime import CacheConfig, EvictionPolicy, KVCacheManager, Request, Scheduler, SchedulerConfig
+from hkv.runtime import (
+    CacheConfig, EvictionPolicy, KVCacheManager, Request, Scheduler, SchedulerConfig, SlidingRetention,
+)
 
 
 @pytest.mark.parametrize(("policy", "expected_back"), [
@@ -15,7 +17,8 @@ from hkv.runtime import CacheConfig, EvictionPolicy, KVCacheManager, Request, Sc
 ])
 def test_release_order(policy: EvictionPolicy, expected_back: list[int]) -> None:
     groups = [make_group(FULL, 2), make_group(SLIDING, 2, window=8)]
-    kv = KVCacheManager(make_layout(groups, [12], max_model_len=32), CacheConfig(eviction_policy=policy))
+    kv = KVCacheManager(make_layout(groups, [12], max_model_len=32),
+                        CacheConfig(eviction_policy=policy, sliding_retention=SlidingRetention.ALL))
     request = Request("a", list(range(8)), 1)
     kv.allocate_slots(request, 8)
     request.num_computed_tokens = 8
@@ -81,7 +84,8 @@ def test_sliding_tail_eviction_demotes_the_full_prefix() -> None:
     the hit at 10; the hit at 8 still has sliding position 3 ... until it is evicted too."""
     groups = [make_group(FULL, 2), make_group(SLIDING, 2, window=3)]
     kv = KVCacheManager(make_layout(groups, [12], max_model_len=32),
-                        CacheConfig(eviction_policy=EvictionPolicy.GROUP_AWARE))
+                        CacheConfig(eviction_policy=EvictionPolicy.GROUP_AWARE,
+                                    sliding_retention=SlidingRetention.ALL))
     a = Request("a", list(range(10)), 1)
     kv.allocate_slots(a, 10)  # full 1..5, sliding 6..10
     a.num_computed_tokens = 10

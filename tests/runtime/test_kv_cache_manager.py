@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rt_layouts import FULL, RECURRENT, SLIDING, ids, make_group, make_layout
 
-from hkv.runtime import CacheConfig, KVCacheManager, Request
+from hkv.runtime import CacheConfig, KVCacheManager, Request, SlidingRetention
 
 
 def snapshot(kv: KVCacheManager) -> list[object]:
@@ -77,7 +77,7 @@ def test_caching_off_means_no_hits_and_no_hashes() -> None:
 
 def test_counters() -> None:
     kv = KVCacheManager(make_layout([make_group(FULL, 2), make_group(SLIDING, 2, window=3)], [30],
-                                    max_model_len=32))
+                                    max_model_len=32), CacheConfig(sliding_retention=SlidingRetention.ALL))
     a = Request("a", list(range(8)), 4)
     kv.allocate_slots(a, 8)
     a.num_computed_tokens = 8

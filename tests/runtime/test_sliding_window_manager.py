@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from rt_layouts import SLIDING, hit_len, ids, lone_manager, make_group, make_layout
+from rt_layouts import FULL, SLIDING, hit_len, ids, lone_manager, make_group, make_layout
 
-from hkv.runtime import NULL_BLOCK_ID, KVCacheManager, Request
+from hkv.runtime import NULL_BLOCK_ID, CacheConfig, KVCacheManager, Request, SlidingRetention
 
 # W = 5, block_size 2: a hit of p needs tokens [p - 4, p), i.e. positions [(p - 4) // 2, p // 2).
 HIT_CASES = [
@@ -33,8 +33,10 @@ def test_skipped_blocks(num_computed: int, skipped_blocks: int) -> None:
 
 
 def test_lifecycle_block_ids() -> None:
-    """Pool of 10 blocks (null + 9), W = 4, block_size 2, in-flight allowance 8."""
-    kv = KVCacheManager(make_layout([make_group(SLIDING, 2, window=4)], [10], max_model_len=32))
+    """Pool of 10 blocks (null + 9), W = 4, block_size 2, in-flight allowance 8; every full
+    block cached (SlidingRetention.ALL)."""
+    kv = KVCacheManager(make_layout([make_group(SLIDING, 2, window=4)], [10], max_model_len=32),
+                        CacheConfig(sliding_retention=SlidingRetention.ALL))
     pool = kv.pools[0]
     a = Request("a", list(range(9)), max_output_len=4)
     assert ids(kv.allocate_slots(a, 9)) == [[1, 2, 3, 4, 5]]  # prefill writes all 9 tokens
@@ -73,3 +75,34 @@ def test_gate_counts_the_window_not_the_prompt() -> None:
     kv_small = KVCacheManager(make_layout([make_group(SLIDING, 2, window=4)], [7], max_model_len=32,
                                           in_flight_tokens=8))
     assert not kv_small.can_admit(Request("long", list(range(30)), 1))
+
+
+def test_hit_points_cache_only_windows_before_expected_hits() -> None:
+    """Full (block 2) + sliding (W = 3, block 2), SlidingRetention.HIT_POINTS (the default).
+    A hit of p needs sliding position (p - 2) // 2."""
+    kv = KVCacheManager(make_layout([make_group(FULL, 2), make_group(SLIDING, 2, window=3)], [40],
+                                    max_model_len=32))
+
+    def run(request: Request) -> int:
+        hit = kv.get_computed_blocks(request)
+        kv.allocate_slots(request, request.num_tokens - hit.num_tokens, hit.num_tokens, hit)
+        request.num_computed_tokens = request.num_tokens
+        kv.free(request)
+        kv.check_integrity()
+        return hit.num_tokens
+
+    def cached_sliding_positions(tokens: list[int]) -> set[int]:
+        hashes = kv.hasher.hash_tokens(tokens)
+        return {i for i, h in enumerate(hashes) if kv.pools[0].get_cached_block(h, 1) is not None}
+
+    shared = list(range(8))
+    a = shared + [20, 21, 22, 23]  # 12 tokens
+    assert run(Request("a", a, 1)) == 0
+    # Only a's resend point 10 (position 4) and its final length 12 (position 5) are kept.
+    assert cached_sliding_positions(a) == {4, 5}
+    b = shared + [30, 31, 32]
+    # Full attention hits 8 but sliding position 3 is missing: no hit; 8 becomes a junction, so
+    # b keeps position 3 (and its own resend/final windows).
+    assert run(Request("b", b, 1)) == 0
+    assert cached_sliding_positions(b) == {3, 4}
+    assert run(Request("c", shared + [40, 41], 1)) == 8
