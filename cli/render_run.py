@@ -10,7 +10,9 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+)
 from rich.table import Table
 
 from hkv.cli.output import stderr_console
@@ -54,7 +56,8 @@ class RunProgress(RunObserver):
     def on_prefill(self, num_done: int, num_total: int) -> None:
         if self._progress is None:
             return
-        self._progress.update(self._task, description="prefill (prompt tokens)", completed=num_done, total=num_total)
+        self._progress.update(self._task, description="prefill (prompt tokens)", completed=num_done,
+                              total=num_total)
         if num_done >= num_total:
             self.close()
 
@@ -91,16 +94,19 @@ class RunProgress(RunObserver):
 def render_timings(outcome: RunOutcome, load_s: float, console: Console) -> None:
     t = outcome.timings
     num_out = sum(len(g.output_token_ids) for g in outcome.generations)
-    console.print(f"{len(outcome.generations)} prompt(s), {num_out:,} tokens generated in {t.num_steps:,} steps; "
+    console.print(f"{len(outcome.generations)} prompt(s), {num_out:,} tokens generated in "
+                  f"{t.num_steps:,} steps; "
                   f"load {load_s:.2f} s, prefill {t.prefill_tokens_per_s:,.1f} tokens/s, "
                   f"decode {t.decode_tokens_per_s:,.1f} tokens/s")
 
 
 def render_report(report: RunReport, console: Console) -> None:
-    console.print(f"KV cache: {report.layout} layout, budget {format_bytes(report.kv_memory_bytes)}, allocated "
+    console.print(f"KV cache: {report.layout} layout, budget {format_bytes(report.kv_memory_bytes)}, "
+                  f"allocated "
                   f"{format_bytes(report.allocated_bytes)}; max_model_len {report.max_model_len:,}, "
                   f"in-flight allowance {report.in_flight_tokens:,} tokens")
-    console.print(f"capacity at {report.request_len:,} tokens per request: {report.max_num_requests:,} requests "
+    console.print(f"capacity at {report.request_len:,} tokens per request: "
+                  f"{report.max_num_requests:,} requests "
                   f"(vLLM-style concurrency {report.max_concurrency:,.2f}x)")
     groups = Table(title="groups: planned blocks per request vs measured")
     for col in ("#", "kind", "layers", "block", "pool", "planned / request", "peak / request", "peak in use",
@@ -115,14 +121,17 @@ def render_report(report: RunReport, console: Console) -> None:
     for col in ("pool", "kind", "blocks", "bytes / block", "peak in use"):
         pools.add_column(col, justify="left" if col == "kind" else "right")
     for p in report.pools:
-        pools.add_row(str(p.pool_id), p.kind, f"{p.num_blocks:,}", f"{p.bytes_per_block:,}", f"{p.peak_blocks_in_use:,}")
+        pools.add_row(str(p.pool_id), p.kind, f"{p.num_blocks:,}", f"{p.bytes_per_block:,}",
+                      f"{p.peak_blocks_in_use:,}")
     console.print(pools)
-    console.print(f"prefix cache: {report.num_hit_tokens:,} of {report.num_query_tokens:,} prompt tokens hit; "
+    console.print(f"prefix cache: {report.num_hit_tokens:,} of {report.num_query_tokens:,} prompt tokens "
+                  f"hit; "
                   f"preemptions {report.num_preemptions}")
     if report.fill is not None:
         f = report.fill
-        console.print(f"fill at {f.seq_len:,} tokens: planned {f.predicted:,} copies, admitted {f.admitted:,}, "
-                      f"ran {f.finished:,} ({f.peak_running:,} resident at once, {f.num_preemptions} preemptions)")
+        console.print(f"fill at {f.seq_len:,} tokens: planned {f.predicted:,} copies, admitted "
+                      f"{f.admitted:,}, ran {f.finished:,} ({f.peak_running:,} resident at once, "
+                      f"{f.num_preemptions} preemptions)")
     for c in report.checks:
         mark = "[green]ok[/green]" if c.ok else "[bold red]MISMATCH[/bold red]"
         console.print(f"  {mark}  {escape(c.name)}: predicted {c.predicted:,}, measured {c.measured:,}")

@@ -10,17 +10,21 @@ report shows which check failed; see hkv.runtime.run_report for the checks).
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from hkv.cli.errors import UserError, handles_errors
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
+from hkv.planner.gpus import default_max_num_batched_tokens
+from hkv.planner.plan_config import PlanConfig
 from hkv.planner.sizes import parse_size
 from hkv.runtime.errors import RuntimeCacheError
 from hkv.runtime.prompt_file import read_prompt_file
-from hkv.runtime.run_config import DEFAULT_CPU_KV_MEMORY_BYTES, RunConfig, SamplingConfig
+from hkv.runtime.run_config import (
+    DEFAULT_CPU_KV_MEMORY_BYTES, DEFAULT_GPU_MEMORY_UTILIZATION, RunConfig, SamplingConfig,
+)
 
 if TYPE_CHECKING:
     from hkv.runtime.live_run import RunOutcome
@@ -29,6 +33,8 @@ RUN_LAYOUTS = ("hkv", "vllm", "partitioned")
 MISMATCH_EXIT = 3
 _RUN_DEFAULTS = RunConfig()
 _SAMPLING_DEFAULTS = SamplingConfig()
+_PLAN_DEFAULTS = {f.name: f.default for f in fields(PlanConfig)}
+_CPU_MNBT = default_max_num_batched_tokens(0, is_a100=False)  # the planner's default without a GPU
 
 ModelOpt = Annotated[str, typer.Option("--model", help="local model directory (config.json + *.safetensors)")]
 PromptFileOpt = Annotated[str, typer.Option("--prompt-file", help="plain text (one prompt) or JSONL: "
@@ -38,19 +44,24 @@ TemperatureOpt = Annotated[float, typer.Option("--temperature", help="0 = greedy
 TopPOpt = Annotated[float, typer.Option("--top-p", help="nucleus sampling mass (with --temperature > 0)")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="sampling seed")]
 LayoutOpt = Annotated[str, typer.Option("--layout", help="KV layout: hkv, vllm or partitioned")]
-MaxLenOpt = Annotated[int | None, typer.Option("--max-model-len", help="longest request [default: the model's]")]
+MaxLenOpt = Annotated[int | None, typer.Option("--max-model-len",
+                                               help="longest request (default: the model's)")]
 KvMemoryOpt = Annotated[str | None, typer.Option(
-    "--kv-memory", help=f"KV cache SIZE [default: {DEFAULT_CPU_KV_MEMORY_BYTES // 2**20}MiB on cpu; on cuda "
-                        "free memory x --gpu-memory-utilization - weights]")]
-UtilOpt = Annotated[float | None, typer.Option("--gpu-memory-utilization",
-                                               help="cuda: share of free memory for weights + KV [default: 0.9]")]
-MaxSeqsOpt = Annotated[int | None, typer.Option("--max-num-seqs", help="running requests at most [default: 256]")]
-MnbtOpt = Annotated[int | None, typer.Option("--max-num-batched-tokens",
-                                             help="tokens per step (chunked prefill beyond) [default: 2048]")]
-BlockSizeOpt = Annotated[int | None, typer.Option("--block-size", help="tokens per KV block [default: 16]")]
+    "--kv-memory", help=f"KV cache SIZE (default: {DEFAULT_CPU_KV_MEMORY_BYTES // 2**20}MiB on cpu; on cuda "
+                        "free memory x --gpu-memory-utilization - weights)")]
+UtilOpt = Annotated[float | None, typer.Option(
+    "--gpu-memory-utilization",
+    help=f"cuda: share of free memory for weights + KV (default: {DEFAULT_GPU_MEMORY_UTILIZATION})")]
+MaxSeqsOpt = Annotated[int | None, typer.Option(
+    "--max-num-seqs", help=f"running requests at most (default: {_PLAN_DEFAULTS['max_num_seqs']})")]
+MnbtOpt = Annotated[int | None, typer.Option(
+    "--max-num-batched-tokens", help=f"tokens per step, chunked prefill beyond (default: {_CPU_MNBT})")]
+BlockSizeOpt = Annotated[int | None, typer.Option(
+    "--block-size", help=f"tokens per KV block (default: {_PLAN_DEFAULTS['block_size']})")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="cpu or cuda")]
-FillOpt = Annotated[bool, typer.Option("--fill", help="also admit copies of the first prompt until the KV cache "
-                                       "is full, check the count against the plan, and run them")]
+FillOpt = Annotated[bool, typer.Option(
+    "--fill", help="also admit copies of the first prompt until the KV cache is full, check the count "
+                   "against the plan, and run them")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
 
 
@@ -74,8 +85,8 @@ def run_command(
     from hkv.cli.render_run import RunProgress, render_report, render_timings
     from hkv.runtime.live_run import fill, generate
     from hkv.runtime.live_setup import (
-        RunOptions, check_device, check_prompts_fit, encode_prompts, kv_memory_budget, load_runner, open_model,
-        plan_run,
+        RunOptions, check_device, check_prompts_fit, encode_prompts, kv_memory_budget, load_runner,
+        open_model, plan_run,
     )
     from hkv.runtime.run_report import build_report
 
@@ -135,8 +146,8 @@ def run_command(
 def _generations(outcome: RunOutcome, tokenizer: Any | None) -> list[dict[str, Any]]:
     rows = []
     for i, g in enumerate(outcome.generations):
-        row: dict[str, Any] = {"index": i, "prompt_tokens": len(g.prompt_token_ids), "token_ids": g.output_token_ids,
-                               "finish_reason": g.finish_reason}
+        row: dict[str, Any] = {"index": i, "prompt_tokens": len(g.prompt_token_ids),
+                               "token_ids": g.output_token_ids, "finish_reason": g.finish_reason}
         if tokenizer is not None:
             row["text"] = tokenizer.decode(g.output_token_ids, skip_special_tokens=True)
         rows.append(row)

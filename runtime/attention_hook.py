@@ -86,7 +86,8 @@ def paged_attention_hook(
         raise RuntimeError(f"layer {layer_idx}: {HOOK_NAME} attention called without hkv_step "
                            "(run the model through hkv's ModelRunner)")
     if query.shape[0] != 1:
-        raise RuntimeError(f"layer {layer_idx}: {HOOK_NAME} expects one packed sequence, got batch {query.shape[0]}")
+        raise RuntimeError(f"layer {layer_idx}: {HOOK_NAME} expects one packed sequence, "
+                           f"got batch {query.shape[0]}")
     binding = hkv_step.bindings[layer_idx]
     scale = scaling if scaling is not None else module.scaling  # type: ignore[attr-defined]
     if binding.kept_window is not None and (sliding_window is None or sliding_window > binding.kept_window):
@@ -96,8 +97,8 @@ def paged_attention_hook(
     query = _llama4_temperature_fix(module, query, hkv_step.positions)
     q = query[0].transpose(0, 1)  # [T, H, D]
     if binding.stores:
-        store_kv_cache(key[0].transpose(0, 1), value[0].transpose(0, 1), binding.key_cache, binding.value_cache,
-                       hkv_step.slot_mappings[binding.group_id])
+        store_kv_cache(key[0].transpose(0, 1), value[0].transpose(0, 1), binding.key_cache,
+                       binding.value_cache, hkv_step.slot_mappings[binding.group_id])
     out = paged_attention_forward(
         q, binding.key_cache, binding.value_cache, hkv_step.block_tables[binding.group_id],
         hkv_step.query_start_loc, hkv_step.seq_lens, params,
@@ -106,7 +107,8 @@ def paged_attention_hook(
     return out.unsqueeze(0), None
 
 
-def _llama4_temperature_fix(module: torch.nn.Module, query: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+def _llama4_temperature_fix(module: torch.nn.Module, query: torch.Tensor,
+                            positions: torch.Tensor) -> torch.Tensor:
     """Llama 4 scales NoPE layers' queries by a factor of the token position, which it takes as
     arange(T) + cached length; in a packed batch the true positions differ, so replace the factor."""
     if not getattr(module, "attn_temperature_tuning", False) or getattr(module, "use_rope", True):

@@ -161,8 +161,9 @@ def generate(runner: ModelRunner, prompts: Sequence[Sequence[int]], config: RunC
             request = requests[request_id]
             if token in config.eos_token_ids:  # finish now: the scheduler stops at max_output_len
                 request.max_output_len = request.num_output_tokens + 1
-        num_prompt = sum(max(0, min(e.positions.stop, requests[e.request_id].num_prompt_tokens) - e.positions.start)
-                         for e in output.scheduled)
+        num_prompt = sum(
+            max(0, min(e.positions.stop, requests[e.request_id].num_prompt_tokens) - e.positions.start)
+            for e in output.scheduled)
         finished = scheduler.update_from_output(output, sampled)
         elapsed = time.perf_counter() - t0
         if num_prompt:
@@ -221,7 +222,8 @@ def check_block_tables(runner: ModelRunner, requests: dict[str, Request], output
             mine = runner.tables.table(entry.request_id, g)[lo:hi]
             theirs = request.block_ids[g][lo:hi]
             assert mine == theirs, f"request {entry.request_id} group {g}: runner {mine} != manager {theirs}"
-            assert NULL_BLOCK_ID not in theirs, f"request {entry.request_id} group {g}: null block in {theirs}"
+            assert NULL_BLOCK_ID not in theirs, (
+                f"request {entry.request_id} group {g}: null block in {theirs}")
 
 
 @dataclass(frozen=True)

@@ -77,15 +77,17 @@ def open_model(model_dir: str) -> ModelFiles:
             "hkv run supports attention-only models for now (Mamba and linear-attention hybrids come later)")
     attention = [layer for layer in spec.cache_layers if isinstance(layer, AttentionDesc)]
     if any(layer.is_mla or layer.head_dim != layer.head_dim_v for layer in attention):
-        raise UnsupportedModelError(f"{model_dir}: {spec.model_type} uses latent (MLA) or unequal K/V head sizes, "
-                                    "which hkv run does not support yet")
+        raise UnsupportedModelError(f"{model_dir}: {spec.model_type} uses latent (MLA) or unequal K/V head "
+                                    "sizes, which hkv run does not support yet")
     if not attention:
         raise UnsupportedModelError(f"{model_dir}: {spec.model_type} has no attention layers")
     config = load_config(path)
     dtype = model_dtype(config)
     if dtype not in _DTYPE_NAMES:
-        raise UnsupportedModelError(f"{model_dir}: weights in {dtype}; hkv run supports float32, bfloat16, float16")
-    shared = {layer.layer_idx: layer.kv_shared_with for layer in attention if layer.kv_shared_with is not None}
+        raise UnsupportedModelError(f"{model_dir}: weights in {dtype}; hkv run supports float32, bfloat16, "
+                                    "float16")
+    shared = {layer.layer_idx: layer.kv_shared_with for layer in attention
+              if layer.kv_shared_with is not None}
     return ModelFiles(path, spec, config, load_tokenizer(path), eos_token_ids(path, config), dtype, shared)
 
 
@@ -98,7 +100,8 @@ def encode_prompts(model: ModelFiles, prompts: Sequence[Prompt]) -> list[list[in
             ids = list(prompt.token_ids)
             bad = [t for t in ids if t >= vocab_size]
             if bad:
-                raise PromptError(f"prompt {i}: token id {bad[0]} is outside the vocabulary (size {vocab_size})")
+                raise PromptError(f"prompt {i}: token id {bad[0]} is outside the vocabulary "
+                                  f"(size {vocab_size})")
         elif model.tokenizer is None:
             raise PromptError(f"prompt {i} is text but {model.path} has no tokenizer; give \"token_ids\" "
                               "in a JSONL prompt file instead")
@@ -127,7 +130,8 @@ def kv_memory_budget(model: ModelFiles, options: RunOptions) -> int:
     budget = int(free * utilization) - model.spec.weights_bytes
     if budget <= 0:
         raise ValueError(f"no KV memory left: {free * utilization / 2**30:.2f} GiB free x utilization minus "
-                         f"{model.spec.weights_bytes / 2**30:.2f} GiB of weights; raise --gpu-memory-utilization")
+                         f"{model.spec.weights_bytes / 2**30:.2f} GiB of weights; "
+                         "raise --gpu-memory-utilization")
     return budget
 
 
@@ -158,7 +162,8 @@ def check_prompts_fit(prompts: Sequence[Sequence[int]], the_plan: Plan, max_new_
     max_len = layout.max_model_len
     for i, ids in enumerate(prompts, 1):
         if len(ids) >= max_len:
-            raise PromptError(f"prompt {i} has {len(ids):,} tokens; the model accepts at most {max_len - 1:,} "
+            raise PromptError(f"prompt {i} has {len(ids):,} tokens; the model accepts at most "
+                              f"{max_len - 1:,} "
                               f"(max_model_len {max_len:,} includes one output token)")
         seq_len = min(len(ids) + max_new_tokens, max_len)
         if layout.max_num_requests(seq_len) < 1:

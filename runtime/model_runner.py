@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from hkv.model_specs.cache_spec import CacheKind
+from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
 from hkv.planner.layout import Layout
 from hkv.runtime.attention_hook import LayerBinding, PagedStep, register_paged_attention
 from hkv.runtime.block_tables import BlockTables
@@ -59,7 +59,8 @@ class ModelRunner:
     and the model's attention layers do not fit together.
     """
 
-    def __init__(self, model: torch.nn.Module, layout: Layout, kv_shared_with: Mapping[int, int] | None = None) -> None:
+    def __init__(self, model: torch.nn.Module, layout: Layout,
+                 kv_shared_with: Mapping[int, int] | None = None) -> None:
         self.model = model
         self.layout = layout
         param = next(model.parameters())
@@ -77,22 +78,25 @@ class ModelRunner:
             owner = shared.get(layer_idx, layer_idx)
             caches = self.kv_cache.layers.get(owner)
             if caches is None:
-                raise UnsupportedLayoutError(f"attention layer {layer_idx} has no KV cache group in the layout")
+                raise UnsupportedLayoutError(f"attention layer {layer_idx} has no KV cache group in the "
+                                             "layout")
             group = self.layout.groups[caches.group_id]
             chunk = layer_chunk_size(module)
             spec = group.spec
-            if group.kind is CacheKind.CHUNKED and chunk != spec.chunk_len:  # type: ignore[union-attr]
-                raise UnsupportedLayoutError(f"layer {layer_idx}: chunk {chunk} but its group keeps chunks of "
-                                             f"{spec.chunk_len}")  # type: ignore[union-attr]
+            assert isinstance(spec, AttentionCacheSpec)  # PagedKVCache allocated it
+            if group.kind is CacheKind.CHUNKED and chunk != spec.chunk_len:
+                raise UnsupportedLayoutError(
+                    f"layer {layer_idx}: chunk {chunk} but its group keeps chunks of {spec.chunk_len}")
             if group.kind is CacheKind.SLIDING and chunk is not None:
                 raise UnsupportedLayoutError(f"layer {layer_idx}: chunked layer in a sliding-window group")
-            window = spec.window_len if group.kind is CacheKind.SLIDING else None  # type: ignore[union-attr]
-            bindings[layer_idx] = LayerBinding(layer_idx, caches.group_id, caches.key_cache, caches.value_cache,
-                                               chunk_size=chunk, kept_window=window,
-                                               stores=layer_idx not in shared)
+            window = spec.window_len if group.kind is CacheKind.SLIDING else None
+            bindings[layer_idx] = LayerBinding(
+                layer_idx, caches.group_id, caches.key_cache, caches.value_cache, chunk_size=chunk,
+                kept_window=window, stores=layer_idx not in shared)
         unused = set(self.kv_cache.layers) - set(modules)
         if unused:
-            raise UnsupportedLayoutError(f"the layout has cache layers {sorted(unused)} the model does not have")
+            raise UnsupportedLayoutError(f"the layout has cache layers {sorted(unused)} the model does not "
+                                         "have")
         return bindings
 
     def reset(self) -> None:

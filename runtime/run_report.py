@@ -83,7 +83,8 @@ class RunReport:
 def build_report(layout: Layout, kv_memory_bytes: int, allocated_bytes: int, request_len: int,
                  run: RunOutcome, fill: FillOutcome | None = None) -> RunReport:
     planned = sum(p.num_bytes for p in layout.pools)
-    checks = [Check("allocated bytes == layout pool bytes", planned, allocated_bytes, planned == allocated_bytes)]
+    checks = [Check("allocated bytes == layout pool bytes", planned, allocated_bytes,
+                    planned == allocated_bytes)]
     runs = [("", run)] + ([("fill: ", fill.run)] if fill is not None and fill.run is not None else [])
     for prefix, outcome in runs:
         checks += _block_checks(layout, outcome, prefix)
@@ -107,7 +108,8 @@ def build_report(layout: Layout, kv_memory_bytes: int, allocated_bytes: int, req
             finished = sum(1 for g in fill.run.generations if g.finish_reason is not None)
             peak_running = fill.run.cache.peak_running
             preemptions = fill.run.cache.num_preemptions
-        fill_report = FillReport(fill.seq_len, fill.predicted, fill.admitted, finished, peak_running, preemptions)
+        fill_report = FillReport(fill.seq_len, fill.predicted, fill.admitted, finished, peak_running,
+                                 preemptions)
         checks += [
             Check(f"fill: copies admitted at {fill.seq_len} tokens == max_num_requests", fill.predicted,
                   fill.admitted, fill.predicted == fill.admitted),

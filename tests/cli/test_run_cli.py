@@ -25,14 +25,15 @@ SMALL = ["--block-size", "4", "--max-num-batched-tokens", "16", "--max-new-token
 
 def save_model(directory, *, with_tokenizer=True):
     config = transformers.AutoConfig.for_model(
-        "gemma3_text", hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=256,
-        intermediate_size=96, max_position_embeddings=128, tie_word_embeddings=False, initializer_range=0.5,
-        pad_token_id=0, bos_token_id=1, eos_token_id=2, num_hidden_layers=4, sliding_window=8,
-        layer_types=["sliding_attention", "full_attention"] * 2)
+        "gemma3_text", hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        vocab_size=256, intermediate_size=96, max_position_embeddings=128, tie_word_embeddings=False,
+        initializer_range=0.5, pad_token_id=0, bos_token_id=1, eos_token_id=2, num_hidden_layers=4,
+        sliding_window=8, layer_types=["sliding_attention", "full_attention"] * 2)
     torch.manual_seed(0)
     transformers.AutoModelForCausalLM.from_config(copy.deepcopy(config)).save_pretrained(directory)
     if with_tokenizer:
-        tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
+        vocab = {w: i for i, w in enumerate(WORDS)}
+        tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<unk>"))
         tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
         tok.save(str(directory / "tokenizer.json"))
     return directory
@@ -93,13 +94,14 @@ def test_jsonl_json_output(model_dir, files):
     assert sliding["early_released_blocks"] > 0  # a 30-token prompt crosses the 8-token window
     # greedy tokens equal transformers' generate
     model = transformers.AutoModelForCausalLM.from_pretrained(model_dir).eval()
-    out = model.generate(torch.tensor([list(range(10, 40))]), max_new_tokens=6, do_sample=False)[0, 30:].tolist()
+    out = model.generate(torch.tensor([list(range(10, 40))]), max_new_tokens=6, do_sample=False)
+    out = out[0, 30:].tolist()
     assert gens[0]["token_ids"] == out[:len(gens[0]["token_ids"])]
 
 
 def test_fill_admits_the_planned_copies_and_runs_them(model_dir, files):
-    doc = run_json("--model", model_dir, "--prompt-file", files["jsonl"], *SMALL, "--kv-memory", "96KiB", "--fill",
-                   "--layout", "vllm")
+    doc = run_json("--model", model_dir, "--prompt-file", files["jsonl"], *SMALL, "--kv-memory", "96KiB",
+                   "--fill", "--layout", "vllm")
     fill = doc["report"]["fill"]
     assert fill["seq_len"] == 36 and fill["predicted"] >= 2
     assert fill["admitted"] == fill["predicted"] == fill["finished"] and fill["num_preemptions"] == 0
@@ -148,10 +150,12 @@ def bad_inputs(model_dir, files, tmp_path):
         (["--model", model_dir, "--prompt-file", root / "long.txt"], "accepts at most 127"),
         (["--model", model_dir, "--prompt-file", text, "--kv-memory", "2KiB"], "does not fit the KV cache"),
         (["--model", model_dir, "--prompt-file", text, "--kv-memory", "lots"], "--kv-memory must be a size"),
-        (["--model", model_dir, "--prompt-file", text, "--layout", "vllm-no-hybrid"], "--layout must be one of"),
+        (["--model", model_dir, "--prompt-file", text, "--layout", "vllm-no-hybrid"],
+         "--layout must be one of"),
         (["--model", model_dir, "--prompt-file", text, "--device", "cuda"] if not torch.cuda.is_available()
          else ["--model", model_dir, "--prompt-file", text, "--device", "tpu"], "--device"),
-        (["--model", model_dir, "--prompt-file", text, "--gpu-memory-utilization", "0.5"], "needs --device cuda"),
+        (["--model", model_dir, "--prompt-file", text, "--gpu-memory-utilization", "0.5"],
+         "needs --device cuda"),
         (["--model", model_dir, "--prompt-file", text, "--max-new-tokens", "0"], "--max-new-tokens"),
         (["--model", no_tokenizer, "--prompt-file", text], "has no tokenizer"),
         (["--model", no_weights, "--prompt-file", text], "no *.safetensors weights"),
@@ -167,5 +171,6 @@ def test_bad_inputs_one_line_exit_1(model_dir, files, tmp_path):
             result = run(*args, "--format", fmt)
             assert result.exit_code == 1, (args, result.stdout, result.stderr)
             lines = result.stderr.strip().splitlines()
-            assert len(lines) == 1 and lines[0].startswith("hkv: error: ") and message in lines[0], (args, lines)
+            assert len(lines) == 1, (args, lines)
+            assert lines[0].startswith("hkv: error: ") and message in lines[0], (args, lines)
             assert result.stdout == "", args

@@ -14,14 +14,15 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from live.tiny_models import (  # noqa: E402
-    FAMILIES, LOCAL_FAMILIES, load_reference, random_prompts, reference_greedy, reference_logits, save_tiny_model,
-)
-
 from hkv.runtime.live_run import generate  # noqa: E402
 from hkv.runtime.live_setup import RunOptions, load_runner, open_model, plan_run  # noqa: E402
 from hkv.runtime.run_config import RunConfig, SamplingConfig  # noqa: E402
 from hkv.runtime.run_report import build_report  # noqa: E402
+
+from live.tiny_models import (  # noqa: E402
+    FAMILIES, LOCAL_FAMILIES, load_reference, random_prompts, reference_greedy, reference_logits,
+    save_tiny_model,
+)
 
 KV_BYTES = 1 << 20
 MNBT = 16
@@ -53,7 +54,8 @@ def test_family_matches_transformers(family, tmp_path):
     path = save_tiny_model(family, tmp_path)
     _, the_plan, runner = make_runner(path)
     prompts = random_prompts((23, 37, 11))
-    config = RunConfig(max_new_tokens=MAX_NEW, max_num_batched_tokens=MNBT, record_logits=True, check_tables=True)
+    config = RunConfig(max_new_tokens=MAX_NEW, max_num_batched_tokens=MNBT, record_logits=True,
+                       check_tables=True)
     outcome = generate(runner, prompts, config)
     reference = load_reference(path)
     for prompt, generation in zip(prompts, outcome.generations):
@@ -82,7 +84,8 @@ def test_other_layouts_match(gemma3, layout):
     _, the_plan, runner = make_runner(path, layout=layout)
     assert the_plan.primary.layout.name == layout
     prompts = random_prompts((30, 17), seed=3)
-    outcome = generate(runner, prompts, RunConfig(max_new_tokens=6, max_num_batched_tokens=MNBT, check_tables=True))
+    config = RunConfig(max_new_tokens=6, max_num_batched_tokens=MNBT, check_tables=True)
+    outcome = generate(runner, prompts, config)
     for prompt, generation in zip(prompts, outcome.generations):
         assert generation.output_token_ids == reference_greedy(reference, prompt, 6)
 
@@ -144,13 +147,14 @@ def test_sampling_is_seeded(gemma3):
 def test_multimodal_gemma3_runs_its_language_model(tmp_path):
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration
 
-    from live.tiny_models import TINY, FAMILIES
+    from live.tiny_models import FAMILIES, TINY
 
     text = {**TINY, **FAMILIES["gemma3"][1]}
-    vision = dict(hidden_size=32, num_attention_heads=2, intermediate_size=48, num_hidden_layers=1, image_size=28,
-                  patch_size=14)
-    config = Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4, image_token_index=255,
-                          boi_token_index=253, eoi_token_index=254, tie_word_embeddings=False)
+    vision = dict(hidden_size=32, num_attention_heads=2, intermediate_size=48, num_hidden_layers=1,
+                  image_size=28, patch_size=14)
+    config = Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4,
+                          image_token_index=255, boi_token_index=253, eoi_token_index=254,
+                          tie_word_embeddings=False)
     torch.manual_seed(0)
     Gemma3ForConditionalGeneration(config).save_pretrained(tmp_path)
     files, _, runner = make_runner(tmp_path)

@@ -33,8 +33,10 @@ def two_group_layout(num_blocks: int = 6, pad_bytes: int = 0) -> Layout:
     sliding = AttentionCacheSpec(CacheKind.SLIDING, HEADS, DIM, DIM, ELEM, window_len=8)
     page = full.page_size_bytes(BLOCK) + pad_bytes
     groups = (KVCacheGroup(CacheKind.FULL, ("layers.0.attn", "layers.2.attn"), (0, 2), full, BLOCK, page),
-              KVCacheGroup(CacheKind.SLIDING, ("layers.1.attn", "layers.3.attn"), (1, 3), sliding, BLOCK, page))
-    layout = Layout("test", groups, (Pool(0, "shared", num_blocks, 2 * page, 2),), 64, 8, num_blocks * 2 * page)
+              KVCacheGroup(CacheKind.SLIDING, ("layers.1.attn", "layers.3.attn"), (1, 3), sliding, BLOCK,
+                           page))
+    pool = Pool(0, "shared", num_blocks, 2 * page, 2)
+    layout = Layout("test", groups, (pool,), 64, 8, pool.num_bytes)
     layout.check_integrity()
     return layout
 
@@ -173,9 +175,10 @@ def test_report_agrees_only_within_the_plan():
     bounds = layout.blocks_per_request(30)  # full 8, sliding cdiv(min(7 + 8, 30), 4) + 1 = 5
     assert bounds == (8, 5) and t == 8
     planned = layout.pools[0].num_bytes
-    good = build_report(layout, planned, planned, 30, outcome_with({"0": (8, 5), "1": (2, 2)}, {"0": 30, "1": 6}, 19))
+    lens = {"0": 30, "1": 6}
+    good = build_report(layout, planned, planned, 30, outcome_with({"0": (8, 5), "1": (2, 2)}, lens, 19))
     assert good.agree and all(c.ok for c in good.checks)
-    over = build_report(layout, planned, planned, 30, outcome_with({"0": (8, 6), "1": (2, 2)}, {"0": 30, "1": 6}, 19))
+    over = build_report(layout, planned, planned, 30, outcome_with({"0": (8, 6), "1": (2, 2)}, lens, 19))
     failed = [c for c in over.checks if not c.ok]
     assert not over.agree and len(failed) == 1 and (failed[0].predicted, failed[0].measured) == (5, 6)
     full_pool = build_report(layout, planned, planned, 30, outcome_with({"0": (1, 1)}, {"0": 3}, 20))

@@ -16,11 +16,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("triton")
 
-from live.tiny_models import load_reference, random_prompts, reference_greedy, save_tiny_model  # noqa: E402
-
 from hkv.runtime.live_run import generate  # noqa: E402
 from hkv.runtime.live_setup import RunOptions, load_runner, open_model, plan_run  # noqa: E402
 from hkv.runtime.run_config import RunConfig  # noqa: E402
+
+from live.tiny_models import load_reference, random_prompts, reference_greedy, save_tiny_model  # noqa: E402
 
 
 def interpreted_kernels() -> bool:

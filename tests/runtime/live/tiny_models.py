@@ -31,10 +31,11 @@ FAMILIES: dict[str, tuple[str, dict]] = {
                                    intermediate_size_mlp=96, interleave_moe_layer_step=2, floor_scale=4,
                                    attn_temperature_tuning=True, no_rope_layers=[1, 1, 1, 0])),
     # layers 4, 5 read the KV of layers 3 (sliding) and 2 (full)
-    "gemma3n": ("gemma3n_text", dict(num_hidden_layers=6, sliding_window=8, num_kv_shared_layers=2,
-                                     layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2,
-                                     hidden_size_per_layer_input=16, vocab_size_per_layer_input=256,
-                                     laurel_rank=8, altup_num_inputs=2, activation_sparsity_pattern=[0.0] * 6)),
+    "gemma3n": ("gemma3n_text", dict(
+        num_hidden_layers=6, sliding_window=8, num_kv_shared_layers=2,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2,
+        hidden_size_per_layer_input=16, vocab_size_per_layer_input=256, laurel_rank=8, altup_num_inputs=2,
+        activation_sparsity_pattern=[0.0] * 6)),
     "llama": ("llama", dict(num_hidden_layers=2)),
     "qwen3": ("qwen3", dict(num_hidden_layers=2)),
 }
@@ -61,7 +62,7 @@ def random_prompts(lengths: tuple[int, ...], seed: int = 1, vocab_size: int = 25
 
 def load_reference(directory: Path):
     """The saved model with transformers' eager attention (its own masks and caches)."""
-    return AutoModelForCausalLM.from_pretrained(directory, attn_implementation="eager", local_files_only=True).eval()
+    return AutoModelForCausalLM.from_pretrained(directory, attn_implementation="eager").eval()
 
 
 def reference_greedy(model, prompt: list[int], max_new_tokens: int, eos_token_id=None) -> list[int]:
