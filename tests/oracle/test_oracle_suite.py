@@ -1,7 +1,7 @@
 """Main-suite entry to the vLLM oracle: runs tests/oracle/vllm_side inside `.venv-vllm`.
 
 The oracle suite compares hkv's `vllm` layouts with vLLM 0.32's own KV cache planning for every
-catalog model, and with the real vLLM CPU engine on tiny saved models (about 2.5 minutes, most of
+catalog model, and with the real vLLM CPU engine on tiny saved models (about 3.5 minutes, most of
 it four engine starts). It needs the separate oracle venv; build it with
 
     bash tests/oracle/setup_vllm_env.sh
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,8 @@ def _oracle_env_ready() -> str | None:
 @pytest.mark.oracle
 @pytest.mark.slow
 def test_vllm_oracle_suite() -> None:
+    if Path(sys.prefix).resolve() == ORACLE_PY.parent.parent.resolve():
+        pytest.skip("already running inside .venv-vllm: tests/oracle/vllm_side is collected directly")
     why = _oracle_env_ready()
     if why:
         pytest.skip(f"vLLM oracle env not built ({why}): run bash tests/oracle/setup_vllm_env.sh")

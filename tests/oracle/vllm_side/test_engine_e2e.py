@@ -9,7 +9,9 @@ made twice: with hkv's library in this venv and with the `hkv` CLI of the main v
 Settings that make the comparison apples to apples (all read back from the engine, never assumed):
 
 * block size: vLLM's CPU platform defaults to 128 tokens when --block-size is not given
-  (platforms/cpu.py:292) and keeps a user-specified one; hkv gets `--block-size <resolved>`.
+  (platforms/cpu.py:292) and keeps a user-specified one; hkv gets that size as `--block-size`
+  (the size before Mamba alignment: hkv must grow it itself, as vLLM does) and its smallest group
+  block size must equal the block size the engine resolved.
 * in-flight tokens: the CPU platform forces synchronous scheduling (platforms/cpu.py:331,
   `async_scheduling = False`), so vLLM's max_in_flight_tokens = 1 x max_num_batched_tokens,
   while hkv's vllm layout always assumes the GPU default, async scheduling (2 x mnbt, pp 1).
@@ -76,9 +78,10 @@ CASES = [
     # gpt-oss (attention sinks), alternating sliding (window 16) / full, user block size 32.
     EngineCase("gpt_oss", {"max_model_len": 1024, "kv_cache_memory_bytes": 33_558_527,
                            "max_num_batched_tokens": 128, "block_size": 32}),
-    # Mamba2 hybrid: 6 Mamba2 + 2 attention; the Mamba page (39,296 B) is padded to the 128-token
-    # attention page (131,072 B), 3 Mamba groups + 1 full group.
-    EngineCase("granite_hybrid", {"max_model_len": 2048, "kv_cache_memory_bytes": 20_000_000,
+    # Mamba2 hybrid: 6 Mamba2 + 2 attention, 3 Mamba groups + 1 full group. The Mamba state
+    # (271,360 B) exceeds a 128-token attention page (131,072 B): vLLM grows the attention block
+    # to 384 tokens and pads the Mamba page by 44.90% (platforms/interface.py:939).
+    EngineCase("granite_hybrid", {"max_model_len": 2048, "kv_cache_memory_bytes": 40_000_000,
                                   "max_num_batched_tokens": 256}),
 ]
 
@@ -134,7 +137,10 @@ def engine_runs(tmp_path_factory: pytest.TempPathFactory):
     return get
 
 
-def hkv_args(run: EngineRun) -> dict:
+CPU_DEFAULT_BLOCK_SIZE = 128  # platforms/cpu.py:292, when the user gives no block size
+
+
+def hkv_args(case: EngineCase, run: EngineRun) -> dict:
     """hkv plan options equivalent to what the engine resolved (see the module docstring)."""
     r = run.result
     assert r["device_type"] == "cpu"
@@ -145,7 +151,9 @@ def hkv_args(run: EngineRun) -> dict:
         if r["max_in_flight_tokens"] % 2:
             pytest.skip("odd max_in_flight_tokens: hkv (T = 2 x mnbt) cannot express it")
         mnbt = r["max_in_flight_tokens"] // 2
-    return {"available_kv_memory_bytes": r["kv_cache_memory_bytes"], "block_size": r["block_size"],
+    block_size = case.llm_args.get("block_size", CPU_DEFAULT_BLOCK_SIZE)
+    assert r["user_specified_block_size"] == ("block_size" in case.llm_args)
+    return {"available_kv_memory_bytes": r["kv_cache_memory_bytes"], "block_size": block_size,
             "max_model_len": r["max_model_len"], "max_num_batched_tokens": mnbt,
             "enable_prefix_caching": r["enable_prefix_caching"]}
 
@@ -154,12 +162,13 @@ def hkv_args(run: EngineRun) -> dict:
 def test_engine_capacity_equals_hkv_library(case: EngineCase, engine_runs) -> None:
     run = engine_runs(case)
     assert len(run.result["tokens"]) == 4, "the engine did not generate"
-    cfg = PlanConfig(gpu=None, primary_layout="vllm", **hkv_args(run))
+    cfg = PlanConfig(gpu=None, primary_layout="vllm", **hkv_args(case, run))
     model = load_model_spec(str(run.model_dir))
     layout = build_layout("vllm", model, cfg, compute_memory_budget(model, cfg))
     device = run.capacity_line.split(" ", 1)[0]
     assert vllm_log_lines(layout, "current", device) == (run.capacity_line,)
     assert layout.pools[0].num_blocks == run.result["num_gpu_blocks"]
+    assert min(g.block_size for g in layout.groups) == run.result["block_size"]
     assert sorted(n for n in layout.notes if any(k in n for k in NOTE_KEYS)) == run.notes
 
 
@@ -169,7 +178,7 @@ def test_engine_capacity_equals_hkv_cli(case: EngineCase, engine_runs) -> None:
     if not MAIN_HKV.exists():
         pytest.skip(f"{MAIN_HKV} not found (hkv's main venv)")
     run = engine_runs(case)
-    a = hkv_args(run)
+    a = hkv_args(case, run)
     cmd = [str(MAIN_HKV), "plan", str(run.model_dir), "--layout", "vllm",
            "--available-kv-memory", str(a["available_kv_memory_bytes"]),
            "--block-size", str(a["block_size"]), "--max-model-len", str(a["max_model_len"]),

@@ -61,7 +61,7 @@ def _granite_hybrid():
     cfg = GraniteMoeHybridConfig(**common, intermediate_size=256, shared_intermediate_size=256,
                                  num_hidden_layers=len(types), layer_types=types,
                                  num_local_experts=0, mamba_n_heads=8, mamba_d_head=64,
-                                 mamba_d_state=16, mamba_n_groups=1, mamba_d_conv=4, mamba_expand=2,
+                                 mamba_d_state=128, mamba_n_groups=1, mamba_d_conv=4, mamba_expand=2,
                                  initializer_range=0.5)
     return GraniteMoeHybridForCausalLM(cfg)
 
