@@ -37,6 +37,7 @@ class LayerBinding:
 
     layer_idx: int
     group_id: int  # whose block tables and slot mappings it uses
+    region: int  # its layer slot in the group's pool (the owner's, for a KV-shared layer)
     key_cache: torch.Tensor  # [num_blocks, block_size, num_kv_heads, head_dim]
     value_cache: torch.Tensor
     chunk_size: int | None = None

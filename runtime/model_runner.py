@@ -91,8 +91,8 @@ class ModelRunner:
                 raise UnsupportedLayoutError(f"layer {layer_idx}: chunked layer in a sliding-window group")
             window = spec.window_len if group.kind is CacheKind.SLIDING else None
             bindings[layer_idx] = LayerBinding(
-                layer_idx, caches.group_id, caches.key_cache, caches.value_cache, chunk_size=chunk,
-                kept_window=window, stores=layer_idx not in shared)
+                layer_idx, caches.group_id, caches.region, caches.key_cache, caches.value_cache,
+                chunk_size=chunk, kept_window=window, stores=layer_idx not in shared)
         unused = set(self.kv_cache.layers) - set(modules)
         if unused:
             raise UnsupportedLayoutError(f"the layout has cache layers {sorted(unused)} the model does not "

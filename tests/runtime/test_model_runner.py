@@ -27,7 +27,7 @@ from live.tiny_models import (  # noqa: E402
 KV_BYTES = 1 << 20
 MNBT = 16
 MAX_NEW = 8
-LOGIT_TOL = 1e-4  # relative to the largest |logit| of the sequence (fp32 throughout)
+LOGIT_TOL = 2e-5  # relative to the largest |logit| (about 14 here); measured: 4e-7 to 7e-6, fp32
 
 
 def make_runner(path, *, kv_bytes=KV_BYTES, layout="hkv", max_num_batched_tokens=MNBT):

@@ -87,7 +87,7 @@ def test_hook_needs_a_step_and_a_kept_window():
     with pytest.raises(RuntimeError, match="without hkv_step"):
         paged_attention_hook(Attention(), q, kv, kv, None)
     cache = PagedKVCache(two_group_layout(), torch.float32, "cpu")
-    binding = LayerBinding(1, 1, cache.layers[1].key_cache, cache.layers[1].value_cache, kept_window=8)
+    binding = LayerBinding(1, 1, 0, cache.layers[1].key_cache, cache.layers[1].value_cache, kept_window=8)
     step = PagedStep({1: binding}, torch.arange(3), torch.tensor([0, 3], dtype=torch.int32),
                      torch.tensor([3], dtype=torch.int32), 3, (), ())
     with pytest.raises(RuntimeError, match="keeps only 8 tokens"):
