@@ -55,6 +55,7 @@ from vllm.v1.kv_cache_interface import (
     MLAAttentionSpec,
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
+    get_kv_quant_mode,
 )
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
@@ -117,11 +118,7 @@ class Scenario:
     max_num_batched_tokens: int
     block_size: int = 16
     enable_prefix_caching: bool = True
-
-    @property
-    def label(self) -> str:
-        return (f"mem{self.available_bytes}-L{self.max_model_len}-mnbt{self.max_num_batched_tokens}"
-                f"-bs{self.block_size}")
+    kv_cache_dtype: str = "auto"  # "auto" or "fp8" (per-tensor scale)
 
 
 def plan_config(sc: Scenario) -> PlanConfig:
@@ -129,6 +126,7 @@ def plan_config(sc: Scenario) -> PlanConfig:
         gpu=None, available_kv_memory_bytes=sc.available_bytes, block_size=sc.block_size,
         max_model_len=sc.max_model_len, max_num_batched_tokens=sc.max_num_batched_tokens,
         enable_prefix_caching=sc.enable_prefix_caching, primary_layout="vllm",
+        kv_cache_dtype=sc.kv_cache_dtype,  # type: ignore[arg-type]
     )
 
 
@@ -219,7 +217,7 @@ def make_vllm_config(model: ModelSpec, sc: Scenario, *, async_scheduling: bool =
     cc = vc.cache_config
     cc.block_size = sc.block_size
     cc.user_specified_block_size = True
-    cc.cache_dtype = "auto"
+    cc.cache_dtype = sc.kv_cache_dtype
     cc.kv_cache_layout = "LBNHC"  # FlashAttention's layout (layer-outer)
     cc.enable_prefix_caching = sc.enable_prefix_caching
     cc.mamba_cache_mode = "none"
@@ -246,6 +244,7 @@ def vllm_specs(model: ModelSpec, sc: Scenario, vc: VllmConfig) -> dict[str, KVCa
     """Per-layer vLLM specs, built the way each vLLM layer's `get_kv_cache_spec` builds them."""
     cc = vc.cache_config
     bs = cc.block_size
+    quant = get_kv_quant_mode(cc.cache_dtype)
     out: dict[str, KVCacheSpec] = {}
     for layer, spec in owned_specs(model, sc):
         name = layer.name  # type: ignore[attr-defined]
@@ -266,24 +265,26 @@ def vllm_specs(model: ModelSpec, sc: Scenario, vc: VllmConfig) -> dict[str, KVCa
         if spec.is_mla:
             assert spec.kind is CacheKind.FULL, f"{name}: sliding MLA is not mapped"
             out[name] = MLAAttentionSpec(block_size=bs, num_kv_heads=1, max_tp_shards=1,
-                                         head_size=spec.head_dim, dtype=dtype, cache_dtype_str="auto")
+                                         head_size=spec.head_dim, dtype=dtype, cache_dtype_str=cc.cache_dtype,
+                                         kv_quant_mode=quant)
         elif spec.kind is CacheKind.FULL:
             out[name] = FullAttentionSpec(block_size=bs, num_kv_heads=spec.num_kv_heads,
                                           head_size=spec.head_dim, head_size_v=spec.head_dim_v,
-                                          dtype=dtype)
+                                          dtype=dtype, kv_quant_mode=quant)
         elif spec.kind is CacheKind.SLIDING:
             one = SlidingWindowSpec(block_size=1, num_kv_heads=spec.num_kv_heads, head_size=spec.head_dim,
-                                    head_size_v=spec.head_dim_v, dtype=dtype,
+                                    head_size_v=spec.head_dim_v, dtype=dtype, kv_quant_mode=quant,
                                     sliding_window=spec.window_len)
             per_token = one.real_page_size_bytes
             sw_bs = _largest_kernel_block_within(FlashAttentionBackend, per_token, per_token * bs, bs, one)
             out[name] = SlidingWindowSpec(block_size=sw_bs, num_kv_heads=spec.num_kv_heads,
                                           head_size=spec.head_dim, head_size_v=spec.head_dim_v,
-                                          dtype=dtype, sliding_window=spec.window_len)
+                                          dtype=dtype, kv_quant_mode=quant,
+                                          sliding_window=spec.window_len)
         elif spec.kind is CacheKind.CHUNKED:
             out[name] = ChunkedLocalAttentionSpec(block_size=bs, num_kv_heads=spec.num_kv_heads,
                                                   head_size=spec.head_dim, dtype=dtype,
-                                                  attention_chunk_size=spec.chunk_len)
+                                                  kv_quant_mode=quant, attention_chunk_size=spec.chunk_len)
         else:
             raise AssertionError(f"{name}: unmapped kind {spec.kind}")
     return out

@@ -32,6 +32,8 @@ SCENARIOS = {
     # prefix caching off (Mamba "none" mode: one state block, block = max_model_len), block 32
     "noprefix-bs32": lambda m: ob.Scenario(3 * GIB + 1, 32768, 4096, block_size=32,
                                            enable_prefix_caching=False),
+    # fp8 KV cache (per-tensor scale, 1 byte per element); recurrent states keep the model dtype
+    "fp8-6GiB-L16k": lambda m: ob.Scenario(6 * GIB + 7, 16384, 4096, kv_cache_dtype="fp8"),
 }
 
 MODELS = ob.catalog_names()
