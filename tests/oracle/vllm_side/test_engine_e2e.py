@@ -61,6 +61,7 @@ NOTE_KEYS = ("padding layers", "Setting attention block size", "Padding mamba pa
 class EngineCase:
     kind: str  # tiny_models builder
     llm_args: dict = field(default_factory=dict)  # passed to vllm.LLM besides model/dtype/...
+    known_gap: str | None = None  # an hkv mismatch already reported: xfail with this reason
 
     @property
     def id(self) -> str:
@@ -83,6 +84,16 @@ CASES = [
     # to 384 tokens and pads the Mamba page by 44.90% (platforms/interface.py:939).
     EngineCase("granite_hybrid", {"max_model_len": 2048, "kv_cache_memory_bytes": 40_000_000,
                                   "max_num_batched_tokens": 256}),
+    # Mistral config with sliding_window == max_position_embeddings and no layer_types (as
+    # Ministral-8B-Instruct-2410's HF config): vLLM keeps every layer sliding.
+    EngineCase("mistral_window_covers_context",
+               {"max_model_len": 2048, "kv_cache_memory_bytes": 9_000_001, "max_num_batched_tokens": 256},
+               known_gap="known hkv mismatch: hkv classifies a Mistral sliding_window >= "
+                         "max_position_embeddings as full attention (model_specs/layer_rules.py "
+                         "window_covers_context); vLLM 0.32 sets CacheConfig.sliding_window for configs "
+                         "without layer_types (engine/arg_utils.py:2249) and every Attention layer "
+                         "uses it (model_executor/layers/attention/attention.py:269), so all layers "
+                         "are SlidingWindowSpec: cdiv(min(W-1+T, L), bs) + 1 blocks per request"),
 ]
 
 
@@ -166,7 +177,10 @@ def test_engine_capacity_equals_hkv_library(case: EngineCase, engine_runs) -> No
     model = load_model_spec(str(run.model_dir))
     layout = build_layout("vllm", model, cfg, compute_memory_budget(model, cfg))
     device = run.capacity_line.split(" ", 1)[0]
+    if case.known_gap and vllm_log_lines(layout, "current", device) != (run.capacity_line,):
+        pytest.xfail(case.known_gap)
     assert vllm_log_lines(layout, "current", device) == (run.capacity_line,)
+    assert not case.known_gap, f"fixed? remove the known-gap note: {case.known_gap}"
     assert layout.pools[0].num_blocks == run.result["num_gpu_blocks"]
     assert min(g.block_size for g in layout.groups) == run.result["block_size"]
     assert sorted(n for n in layout.notes if any(k in n for k in NOTE_KEYS)) == run.notes
@@ -192,5 +206,7 @@ def test_engine_capacity_equals_hkv_cli(case: EngineCase, engine_runs) -> None:
     report = json.loads(proc.stdout)["layouts"]["vllm"]
     device = run.capacity_line.split(" ", 1)[0]
     lines = [re.sub(r"^GPU ", f"{device} ", line) for line in report["log_lines"]]
+    if case.known_gap and lines != [run.capacity_line]:
+        pytest.xfail(case.known_gap)
     assert lines == [run.capacity_line]
     assert report["num_blocks"] == run.result["num_gpu_blocks"]

@@ -8,6 +8,7 @@ skip_tokenizer_init=True). Weights are float32 and random: only the KV cache pla
     build("llama4", out_dir)                # 6 chunked (chunk 256) + 2 full (NoPE) layers
     build("gpt_oss", out_dir)               # alternating sliding (window 16, sinks) / full
     build("granite_hybrid", out_dir)        # 6 Mamba2 + 2 full attention (GraniteMoeHybrid)
+    build("mistral_window_covers_context", out_dir)  # sliding_window == max_position_embeddings
 """
 
 from __future__ import annotations
@@ -66,7 +67,17 @@ def _granite_hybrid():
     return GraniteMoeHybridForCausalLM(cfg)
 
 
-BUILDERS = {"gemma3": _gemma3, "llama4": _llama4, "gpt_oss": _gpt_oss, "granite_hybrid": _granite_hybrid}
+def _mistral_window_covers_context():
+    from transformers import MistralConfig, MistralForCausalLM
+
+    # One sliding_window, equal to max_position_embeddings, no layer_types (Ministral-8B's HF config)
+    cfg = MistralConfig(**COMMON, intermediate_size=256, num_hidden_layers=2, sliding_window=4096,
+                        initializer_range=0.5)
+    return MistralForCausalLM(cfg)
+
+
+BUILDERS = {"gemma3": _gemma3, "llama4": _llama4, "gpt_oss": _gpt_oss, "granite_hybrid": _granite_hybrid,
+            "mistral_window_covers_context": _mistral_window_covers_context}
 
 
 def build(kind: str, out_dir: str | Path) -> Path:
