@@ -8,20 +8,18 @@ Block states (every usable block is in exactly one):
     in use       ref_cnt > 0, not queued, owned by one group (hashed or not)
     free         ref_cnt == 0, queued, no hash, no group
     cached-free  ref_cnt == 0, queued, hashed under (block hash, group id): a prefix-cache entry
-                 that is reused on a hit and evicted (hash dropped) when popped for allocation
+                 that is reused on a hit and evicted (hash dropped) when popped for allocation;
+                 protected if a running request released it early (see release_early)
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from hkv.runtime.free_block_queue import FreeBlockQueue
 
 NULL_BLOCK_ID = 0
-
-# Called once per allocation that evicted cached blocks: (pool, [(block id, its old group id)]).
-EvictListener = Callable[["BlockPool", list[tuple[int, int]]], None]
 
 
 class BlockPool:
@@ -41,7 +39,7 @@ class BlockPool:
         # The prefix-cache map keyed by (block hash, group id): one dict per group id.
         self._cached: list[dict[bytes, int]] = [{} for _ in range(num_groups)]
         self._queue = FreeBlockQueue(num_blocks, range(1, num_blocks))
-        self._evict_listener: EvictListener | None = None
+        self.protect_early_releases = False  # see release_early; set by group-aware eviction
 
     @property
     def num_usable_blocks(self) -> int:
@@ -52,10 +50,14 @@ class BlockPool:
         """Free plus cached-free blocks: what an allocation can take."""
         return len(self._queue)
 
-    def set_evict_listener(self, listener: EvictListener | None) -> None:
-        """Call `listener(pool, [(block_id, group_id), ...])` after an allocation evicted cached
-        blocks (their map entries are already gone)."""
-        self._evict_listener = listener
+    @property
+    def num_protected_blocks(self) -> int:
+        return self._queue.num_protected
+
+    @property
+    def num_unprotected_free_blocks(self) -> int:
+        """Free blocks an admission may take: the protected segment is left to running requests."""
+        return len(self._queue) - self._queue.num_protected
 
     def get_cached_block(self, block_hash: bytes, group_id: int) -> int | None:
         return self._cached[group_id].get(block_hash)
@@ -67,27 +69,22 @@ class BlockPool:
     def allocate(self, num_blocks: int, group_id: int) -> list[int]:
         """Pop `num_blocks` blocks from the front of the free queue for `group_id`, ref_cnt 1.
 
-        Popped cached blocks are evicted (their map entry dropped, then the evict listener
-        called). The caller checks `num_free_blocks` first; asking for more raises AssertionError.
+        Popped cached blocks are evicted (their map entry dropped). The caller checks
+        `num_free_blocks` first; asking for more raises AssertionError.
         """
         block_ids = self._queue.popleft_n(num_blocks)
         block_hash, ref_cnt, block_group = self.block_hash, self.ref_cnt, self.block_group
-        evicted = None
+        num_evicted = 0
         for block_id in block_ids:
             old_hash = block_hash[block_id]
             if old_hash is not None:
                 del self._cached[block_group[block_id]][old_hash]  # type: ignore[index]
                 block_hash[block_id] = None
-                if evicted is None:
-                    evicted = []
-                evicted.append((block_id, block_group[block_id]))
+                num_evicted += 1
             ref_cnt[block_id] = 1
             block_group[block_id] = group_id
         self.num_in_use_by_group[group_id] += num_blocks
-        if evicted is not None:
-            self.num_evictions += len(evicted)
-            if self._evict_listener is not None:
-                self._evict_listener(self, evicted)  # type: ignore[arg-type]
+        self.num_evictions += num_evicted
         return block_ids
 
     def touch(self, block_ids: Iterable[int], group_id: int) -> None:
@@ -104,14 +101,25 @@ class BlockPool:
             ref_cnt[block_id] += 1
 
     def release(self, block_id: int) -> None:
-        """Drop one reference. At zero the block is queued: cached ones at the back (evicted last,
-        LRU), uncached ones at the front (reused first)."""
+        """Drop one reference. At zero the block is queued: cached ones at the back of the main
+        segment (LRU), uncached ones at the front (reused first)."""
         self.release_blocks((block_id,))
 
     def release_blocks(self, block_ids: Iterable[int]) -> None:
         """`release` each block in order; null blocks are skipped."""
+        self._release(block_ids, protect=False)
+
+    def release_early(self, block_ids: Iterable[int]) -> list[int]:
+        """`release` blocks a request frees while it keeps running (out of its window, an old
+        state). With `protect_early_releases`, cached ones that reach zero go to the protected
+        segment (evicted only after every unprotected one). Returns the blocks protected."""
+        return self._release(block_ids, protect=self.protect_early_releases)
+
+    def _release(self, block_ids: Iterable[int], protect: bool) -> list[int]:
         ref_cnt, block_hash, block_group = self.ref_cnt, self.block_hash, self.block_group
-        in_use, queue = self.num_in_use_by_group, self._queue
+        in_use = self.num_in_use_by_group
+        cached: list[int] = []
+        uncached: list[int] = []
         for block_id in block_ids:
             if block_id == NULL_BLOCK_ID:
                 continue
@@ -123,9 +131,24 @@ class BlockPool:
             in_use[block_group[block_id]] -= 1  # type: ignore[index]
             if block_hash[block_id] is None:
                 block_group[block_id] = None
-                queue.appendleft(block_id)
+                uncached.append(block_id)
             else:
-                queue.append(block_id)
+                cached.append(block_id)
+        # Front and back insertions commute, so two bulk passes keep the one-by-one order.
+        self._queue.extendleft(uncached)
+        if not protect:
+            self._queue.extend(cached)
+            return []
+        for block_id in cached:
+            self._queue.append_protected(block_id)
+        return cached
+
+    def unprotect(self, block_ids: Iterable[int]) -> None:
+        """Move the given blocks that are still protected to the back of the main segment."""
+        self._queue.unprotect(block_ids)
+
+    def is_protected(self, block_id: int) -> bool:
+        return self._queue.is_protected(block_id)
 
     def cache_block(self, block_id: int, block_hash: bytes, group_id: int) -> bool:
         """Register an in-use block under (block_hash, group_id). Returns False (no change) if the
@@ -134,15 +157,15 @@ class BlockPool:
         return self.cache_blocks((block_id,), (block_hash,), group_id) == 1
 
     def cache_blocks(self, block_ids: Sequence[int], block_hashes: Sequence[bytes], group_id: int) -> int:
-        """`cache_block` for each (block, hash) pair of in-use blocks of `group_id`; null blocks
-        are skipped. Returns how many were registered."""
+        """`cache_block` for each (block, hash) pair of in-use blocks of `group_id` (not checked
+        here: check_integrity catches a violation); null blocks are skipped. Returns how many
+        were registered."""
         cached = self._cached[group_id]
         hash_of, ref_cnt = self.block_hash, self.ref_cnt
         num_cached = 0
         for block_id, block_hash in zip(block_ids, block_hashes):
             if block_id == NULL_BLOCK_ID or hash_of[block_id] is not None:
                 continue
-            assert ref_cnt[block_id] > 0 and self.block_group[block_id] == group_id
             holder = cached.get(block_hash)
             if holder is not None:
                 if ref_cnt[holder] > 0:
@@ -156,14 +179,6 @@ class BlockPool:
             hash_of[block_id] = block_hash
             num_cached += 1
         return num_cached
-
-    def demote(self, block_id: int) -> None:
-        """Move a cached-free block to the front of the queue: it is evicted next."""
-        self.demote_blocks((block_id,))
-
-    def demote_blocks(self, block_ids: Iterable[int]) -> None:
-        """`demote` each cached-free block in order (the last one ends up first)."""
-        self._queue.move_many_to_front(block_ids)
 
     def is_cached_free(self, block_id: int) -> bool:
         return self.ref_cnt[block_id] == 0 and self.block_hash[block_id] is not None
@@ -200,6 +215,8 @@ class BlockPool:
                 assert group_id is None, f"{tag}: free block {block_id} still owned by group {group_id}"
             else:
                 num_cached_free += 1
+            assert not self._queue.is_protected(block_id) or block_hash is not None, (
+                f"{tag}: protected block {block_id} is not cached")
             if block_hash is not None:
                 assert group_id is not None and self._cached[group_id].get(block_hash) == block_id, (
                     f"{tag}: block {block_id} hashed but not in the map of group {group_id}")

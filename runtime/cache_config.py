@@ -9,13 +9,13 @@ from enum import Enum
 class EvictionPolicy(str, Enum):
     """Which cached-free block is evicted first when the pool runs out of free blocks.
 
-    LRU: vLLM's policy. A finished request's blocks go to the LRU back group after group, each
-        group tail first; one LRU across groups, which knows nothing about hybrid hits.
-    GROUP_AWARE: a finished request's blocks go to the LRU back in descending token position
-        across all groups (the prefix shrinks from its tail in every group at once), and when a
-        block is evicted, the blocks of the same released prefix that no longer serve any hit
-        (their position is past the longest hit every group can still give) are moved to the
-        front, so they go before blocks that still serve hits.
+    LRU: vLLM's policy. One LRU across groups; a finished request's blocks go to its back group
+        after group, each tail first; blocks released early go to the back at once.
+    GROUP_AWARE: cached blocks a running request releases early (sliding windows, Mamba
+        checkpoints: the blocks that complete its hybrid hit) are protected from admissions and
+        evicted after every other cached block until the request stops; a stopped request's
+        blocks go to the back by descending token position across all groups, its protected
+        blocks last (see group_aware_eviction.py).
     """
 
     LRU = "lru"

@@ -13,7 +13,7 @@ class CacheStats:
     num_blocks_in_use: tuple[int, ...]  # per group: distinct blocks with ref_cnt > 0
     num_free_blocks: tuple[int, ...]  # per pool (layout order): free + cached-free
     num_evictions: int  # cached blocks whose hash was dropped to reuse them
-    num_demoted_blocks: int  # group-aware eviction: moved to the queue front as useless
+    num_protected_blocks: tuple[int, ...]  # per pool: cached-free, released early by running requests
     usage: float  # share of usable blocks in use
 
     @property

@@ -10,18 +10,22 @@ A hit at a chunk boundary needs no block at all; inside a chunk it needs the chu
 from __future__ import annotations
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.layout import cdiv
+from hkv.planner.layout import KVCacheGroup, cdiv
+from hkv.runtime.block_pool import BlockPool
+from hkv.runtime.cache_config import CacheConfig
 from hkv.runtime.kind_manager import KindManager
 
 
 class ChunkedLocalManager(KindManager):
     kind = CacheKind.CHUNKED
 
-    @property
-    def chunk_len(self) -> int:
-        chunk = self.group.spec.chunk_len  # type: ignore[union-attr]
-        assert chunk is not None
-        return chunk
+    def __init__(self, group: KVCacheGroup, group_id: int, pool: BlockPool, hash_block_size: int,
+                 config: CacheConfig) -> None:
+        super().__init__(group, group_id, pool, hash_block_size, config)
+        chunk = group.spec.chunk_len  # type: ignore[union-attr]
+        if chunk is None or chunk < 1:
+            raise ValueError(f"chunked group {group_id} needs chunk_len >= 1, got {chunk}")
+        self.chunk_len: int = chunk
 
     @property
     def release_lookback_blocks(self) -> int:

@@ -142,10 +142,17 @@ class KVCacheCoordinator:
         request.block_ids = [[] for _ in range(num_groups)]
         request.num_cached_blocks = [0] * num_groups
         request.num_skipped_blocks = [0] * num_groups
+        request.protected_block_ids = [[] for _ in range(num_groups)]
 
     def cache_blocks(self, request: Request, num_computed: int) -> None:
         for m in self.managers:
             m.cache_blocks(request, num_computed)
+
+    def unprotect(self, request: Request) -> None:
+        """The request stops running: what it released early ages like everything else."""
+        for m, protected in zip(self.managers, request.protected_block_ids):
+            if protected:
+                m.pool.unprotect(protected)
 
     def cache_hit_point(self, request: Request, hit_len: int) -> None:
         for m in self.managers:
@@ -171,6 +178,9 @@ class KVCacheCoordinator:
 
     def fits(self, needs: list[int]) -> bool:
         return all(need <= pool.num_free_blocks for need, pool in zip(needs, self.pool_list))
+
+    def fits_unprotected(self, needs: list[int]) -> bool:
+        return all(need <= pool.num_unprotected_free_blocks for need, pool in zip(needs, self.pool_list))
 
     def adopt_hit(self, request: Request, hit: HitBlocks, hit_len: int) -> None:
         """Take a reference on every hit block of every group before anything is allocated, so

@@ -103,18 +103,20 @@ class KVCacheManager:
         """Admission gate for a request holding nothing: its whole sequence (num_tokens, at most
         max_model_len) must fit in free blocks, each group counted at its Layout bound
         `blocks_per_request(min(num_tokens, max_model_len), in_flight_tokens)` (the formula that
-        sized the pools), less hit blocks other requests already hold. Reads only."""
+        sized the pools), less hit blocks other requests already hold. Blocks protected by
+        group-aware eviction (released early by running requests) do not count as free unless
+        they are part of the hit. Reads only."""
         seq_len = min(request.num_tokens, self.max_model_len)
         coordinator = self.coordinator
         needs = [0] * len(coordinator.pool_list)
         for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group):
             need = m.group.blocks_per_request(seq_len, self.in_flight_tokens)
             if computed is not None:
-                ref_cnt = m.pool.ref_cnt
+                ref_cnt, is_protected = m.pool.ref_cnt, m.pool.is_protected
                 need -= sum(1 for b in computed.block_ids[m.group_id]
-                            if b != NULL_BLOCK_ID and ref_cnt[b] > 0)
+                            if b != NULL_BLOCK_ID and (ref_cnt[b] > 0 or is_protected(b)))
             needs[pool_index] += max(0, need)
-        return coordinator.fits(needs)
+        return coordinator.fits_unprotected(needs)
 
     def allocate_slots(
         self,
@@ -216,6 +218,7 @@ class KVCacheManager:
                 self.coordinator.cache_hit_point(request, num_computed // alignment * alignment)
             self.eviction.free_request(request)
         request.block_ids = []
+        request.protected_block_ids = []
         request.num_cached_blocks = []
         request.num_skipped_blocks = []
         request.state_copies.clear()
@@ -259,7 +262,7 @@ class KVCacheManager:
             num_blocks_in_use=tuple(m.pool.num_in_use_by_group[m.group_id] for m in coordinator.managers),
             num_free_blocks=tuple(self.pools[p.pool_id].num_free_blocks for p in self.layout.pools),
             num_evictions=sum(p.num_evictions for p in self.pools.values()),
-            num_demoted_blocks=self.eviction.num_demoted_blocks,
+            num_protected_blocks=tuple(self.pools[p.pool_id].num_protected_blocks for p in self.layout.pools),
             usage=self.usage,
         )
 

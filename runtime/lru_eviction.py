@@ -12,7 +12,6 @@ class LruEviction:
     def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool) -> None:
         self.coordinator = coordinator
         self.enable_caching = enable_caching
-        self.num_demoted_blocks = 0  # moved to the queue front as useless (group-aware only)
 
     def free_request(self, request: Request) -> None:
         """Release every block the request holds: groups in reverse order, each tail first

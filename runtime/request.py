@@ -18,7 +18,8 @@ class Request:
 
     `block_ids[g][i]` is the block holding tokens [i * block_size_g, (i + 1) * block_size_g) of
     group g (the null block where the group skips them). The KV cache manager owns `block_ids`,
-    `num_cached_blocks`, `num_skipped_blocks`, `state_copies`, `expected_hit_lens` and the
+    `num_cached_blocks`, `num_skipped_blocks`, `protected_block_ids`, `state_copies`,
+    `expected_hit_lens` and the
     `steady_until_*` bounds;
     the scheduler owns the rest.
     `block_hashes` holds one hash per full hash block, appended incrementally (see block_hash.py).
@@ -27,6 +28,7 @@ class Request:
     __slots__ = (
         "request_id", "token_ids", "num_prompt_tokens", "max_output_len", "cache_salt",
         "num_computed_tokens", "block_hashes", "block_ids", "num_cached_blocks", "num_skipped_blocks",
+        "protected_block_ids",
         "status",
         "num_preemptions", "steady_until_computed", "steady_until_tokens", "state_copies",
         "expected_hit_lens",
@@ -53,6 +55,7 @@ class Request:
         self.block_ids: list[list[int]] = []
         self.num_cached_blocks: list[int] = []  # per group: leading blocks already cached
         self.num_skipped_blocks: list[int] = []  # per group: leading entries that are null
+        self.protected_block_ids: list[list[int]] = []  # per group: released early, protected
         self.status = RequestStatus.WAITING
         self.num_preemptions = 0
         # While num_computed_tokens < steady_until_computed (None: no bound) and the step's token

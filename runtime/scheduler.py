@@ -74,7 +74,7 @@ class Scheduler:
         while i < len(self.running) and budget > 0:
             request = self.running[i]
             num_new = self._chunk_len(request.num_computed_tokens,
-                                      min(request.num_tokens - request.num_computed_tokens, budget))
+                                      min(len(request.token_ids) - request.num_computed_tokens, budget))
             new_blocks = kv.allocate_slots(request, num_new)
             while new_blocks is None:
                 victim = self.running.pop()
@@ -145,7 +145,7 @@ class Scheduler:
             request.state_copies.clear()
         return ScheduledRequest(request.request_id, tuple(request.token_ids[start:start + num_new]),
                                 range(start, start + num_new), is_new, block_ids, copies,
-                                start + num_new == request.num_tokens)
+                                start + num_new == len(request.token_ids))
 
     def _preempt(self, request: Request) -> None:
         self.kv.free(request)
@@ -169,7 +169,9 @@ class Scheduler:
             if not entry.emits_token:
                 continue
             request.append_output_token(sampled_token_ids[entry.request_id])
-            if request.num_output_tokens >= request.max_output_len or request.num_tokens >= max_model_len:
+            num_tokens = len(request.token_ids)
+            if (num_tokens - request.num_prompt_tokens >= request.max_output_len
+                    or num_tokens >= max_model_len):
                 finished.append(request)
         if finished:
             done = {id(r) for r in finished}

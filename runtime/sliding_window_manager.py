@@ -8,8 +8,9 @@
 from __future__ import annotations
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.layout import cdiv
-from hkv.runtime.cache_config import SlidingRetention
+from hkv.planner.layout import KVCacheGroup, cdiv
+from hkv.runtime.block_pool import BlockPool
+from hkv.runtime.cache_config import CacheConfig, SlidingRetention
 from hkv.runtime.kind_manager import KindManager
 from hkv.runtime.request import Request
 
@@ -17,11 +18,13 @@ from hkv.runtime.request import Request
 class SlidingWindowManager(KindManager):
     kind = CacheKind.SLIDING
 
-    @property
-    def window_len(self) -> int:
-        window = self.group.spec.window_len  # type: ignore[union-attr]
-        assert window is not None
-        return window
+    def __init__(self, group: KVCacheGroup, group_id: int, pool: BlockPool, hash_block_size: int,
+                 config: CacheConfig) -> None:
+        super().__init__(group, group_id, pool, hash_block_size, config)
+        window = group.spec.window_len  # type: ignore[union-attr]
+        if window is None or window < 1:
+            raise ValueError(f"sliding group {group_id} needs window_len >= 1, got {window}")
+        self.window_len: int = window
 
     @property
     def release_lookback_blocks(self) -> int:

@@ -91,27 +91,20 @@ def test_in_use_holder_keeps_its_key() -> None:
     pool.check_integrity([(first, 0), (second, 0)])
 
 
-def test_demote_moves_cached_free_block_to_front() -> None:
-    pool = BlockPool(0, 5, num_groups=1)
-    a, b = pool.allocate(2, 0)
+def test_early_releases_can_be_protected() -> None:
+    pool = BlockPool(0, 6, num_groups=1)
+    a, b, c = pool.allocate(3, 0)
     pool.cache_block(a, H1, 0)
-    pool.release(a)
-    pool.release(b)
-    assert list(pool._queue) == [b, 3, 4, a]
-    pool.demote(a)
-    assert list(pool._queue) == [a, b, 3, 4]
-
-
-def test_evict_listener_sees_block_and_group() -> None:
-    pool = BlockPool(0, 3, num_groups=2)
-    seen: list[tuple[int, int]] = []
-    pool.set_evict_listener(lambda p, evicted: seen.extend(evicted))
-    a, b = pool.allocate(2, 1)
-    pool.cache_block(a, H1, 1)
-    pool.release(a)
-    pool.release(b)
-    pool.allocate(2, 0)  # b (uncached) first, then a is evicted
-    assert seen == [(a, 1)]
+    pool.cache_block(b, H2, 0)
+    assert pool.release_early([a]) == []  # not protecting: an ordinary release
+    pool.protect_early_releases = True
+    assert pool.release_early([b, c]) == [b]  # c is uncached: plain free, front
+    assert list(pool._queue) == [c, 4, 5, a, b] and pool.is_protected(b)
+    assert (pool.num_free_blocks, pool.num_unprotected_free_blocks, pool.num_protected_blocks) == (5, 4, 1)
+    assert pool.allocate(4, 0) == [c, 4, 5, a]  # the protected block goes last
+    pool.unprotect([b])
+    assert not pool.is_protected(b) and pool.num_unprotected_free_blocks == 1
+    pool.check_integrity([(c, 0), (4, 0), (5, 0), (a, 0)])
 
 
 @pytest.mark.parametrize(("corrupt", "message"), [

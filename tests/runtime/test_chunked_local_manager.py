@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rt_layouts import CHUNKED, hit_len, ids, lone_manager, make_group, make_layout
 
-from hkv.runtime import NULL_BLOCK_ID, KVCacheManager, Request
+from hkv.runtime import NULL_BLOCK_ID, CacheConfig, EvictionPolicy, KVCacheManager, Request
 
 # C = 4, block_size 2: a hit of p needs positions [(p // 4 * 4) // 2, p // 2).
 HIT_CASES = [
@@ -31,8 +31,9 @@ def test_skipped_blocks(num_computed: int, skipped_blocks: int) -> None:
 
 
 def test_lifecycle_block_ids() -> None:
-    """Pool of 10 blocks (null + 9), C = 4, block_size 2."""
-    kv = KVCacheManager(make_layout([make_group(CHUNKED, 2, chunk=4)], [10], max_model_len=32))
+    """Pool of 10 blocks (null + 9), C = 4, block_size 2, plain LRU (no protected blocks)."""
+    kv = KVCacheManager(make_layout([make_group(CHUNKED, 2, chunk=4)], [10], max_model_len=32),
+                        CacheConfig(eviction_policy=EvictionPolicy.LRU))
     pool = kv.pools[0]
     a = Request("a", list(range(9)), max_output_len=4)
     assert ids(kv.allocate_slots(a, 9)) == [[1, 2, 3, 4, 5]]

@@ -52,7 +52,7 @@ def test_misuse_raises(name: str, arg: int) -> None:
 def test_pop_from_empty_raises() -> None:
     queue = FreeBlockQueue(2, range(1, 2))
     queue.popleft()
-    with pytest.raises(AssertionError, match="empty"):
+    with pytest.raises(AssertionError, match="pop of 1 from a free queue of 0"):
         queue.popleft()
 
 
@@ -71,7 +71,7 @@ def test_integrity_detects_wrong_length() -> None:
 
 
 def test_links_are_preallocated_int_lists() -> None:
-    """No node objects: the links are two int lists sized once (num_blocks + head + tail)."""
+    """No node objects: the links are two int lists sized once (num_blocks + head, mark, tail)."""
     queue = FreeBlockQueue(1000, range(1, 1000))
     next_links, prev_links = queue._next, queue._prev
     for _ in range(10):
@@ -79,7 +79,7 @@ def test_links_are_preallocated_int_lists() -> None:
         queue.append(block_id)
         queue.move_to_front(block_id)
     assert queue._next is next_links and queue._prev is prev_links
-    assert len(next_links) == len(prev_links) == 1002
+    assert len(next_links) == len(prev_links) == 1003
 
 
 def test_move_many_to_front_equals_one_by_one() -> None:
@@ -98,3 +98,27 @@ def test_popleft_n() -> None:
     queue.check_integrity()
     with pytest.raises(AssertionError):
         queue.popleft_n(1)
+
+
+def test_protected_segment_goes_last() -> None:
+    """Queue over 1..5; 2 and 4 are protected: pops take the main segment first."""
+    queue = FreeBlockQueue(6, [1, 3, 5])
+    queue.append_protected(2)
+    queue.append_protected(4)
+    queue.appendleft(0)
+    queue.check_integrity()
+    assert list(queue) == [0, 1, 3, 5, 2, 4] and queue.is_protected(2) and not queue.is_protected(3)
+    assert queue.popleft_n(5) == [0, 1, 3, 5, 2]  # crosses into the protected segment
+    queue.check_integrity()
+    queue.append(1)  # main segment: ahead of the remaining protected block
+    assert list(queue) == [1, 4]
+    queue.unprotect([4, 1])  # 4 moves to the main segment's back; 1 is not protected
+    assert list(queue) == [1, 4] and not queue.is_protected(4)
+    queue.check_integrity()
+
+
+def test_integrity_detects_wrong_segment_flag() -> None:
+    queue = FreeBlockQueue(6, range(1, 6))
+    queue._segment[3] = 2
+    with pytest.raises(AssertionError, match="main segment flags"):
+        queue.check_integrity()

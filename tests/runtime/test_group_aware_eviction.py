@@ -1,4 +1,4 @@
-"""Group-aware eviction against plain LRU: release order and the cascade of dead prefixes."""
+"""Group-aware eviction against plain LRU: release order, protection of early releases."""
 
 from __future__ import annotations
 
@@ -29,9 +29,11 @@ def test_release_order(policy: EvictionPolicy, expected_back: list[int]) -> None
 def finished_pair(policy: EvictionPolicy) -> tuple[KVCacheManager, Request, Request]:
     """Full (block 4) + recurrent (block 4, one state block), 15 usable blocks. Sessions a and b
     run side by side: an 8-token prefill each, then one decode step. The decode caches each
-    checkpoint at 8 and releases it mid-run (a's, then b's, LRU back); at the end each request
-    frees its full blocks (8 tokens cached) after them:
-        queue = [uncached ..., ckpt_a, ckpt_b, a_full1, a_full0, b_full1, b_full0]
+    checkpoint at 8 and releases it while the request keeps running; then both finish (8 tokens
+    of full attention cached each).
+
+        LRU:          queue = [uncached ..., ckpt_a, ckpt_b, a_full1, a_full0, b_full1, b_full0]
+        group-aware:  queue = [uncached ..., a_full1, a_full0, ckpt_a, b_full1, b_full0, ckpt_b]
     """
     layout = make_layout([make_group(FULL, 4), make_group(RECURRENT, 4, num_state_blocks=1)], [16],
                          max_model_len=64, in_flight_tokens=16)
@@ -48,21 +50,21 @@ def finished_pair(policy: EvictionPolicy) -> tuple[KVCacheManager, Request, Requ
 
 
 @pytest.mark.parametrize(("policy", "expected_hits"), [
-    # LRU: evicting 2 cached blocks takes both checkpoints: both sessions lose their hit.
+    # LRU: evicting 2 cached blocks takes both checkpoints: both sessions lose their hit while
+    # their full-attention blocks stay cached for nothing.
     (EvictionPolicy.LRU, (0, 0)),
-    # Group-aware: ckpt_a's eviction kills a's only hit, so a's full blocks are demoted and go
-    # next; b keeps its hit of 8.
+    # Group-aware: a's prefix shrinks as a whole (full blocks, then its checkpoint); b keeps 8.
     (EvictionPolicy.GROUP_AWARE, (0, 8)),
 ])
-def test_dead_prefix_goes_before_a_live_one(policy: EvictionPolicy, expected_hits: tuple[int, int]) -> None:
+def test_one_prefix_goes_as_a_whole(policy: EvictionPolicy, expected_hits: tuple[int, int]) -> None:
     kv, a, b = finished_pair(policy)
     pool = kv.pools[0]
     num_cached = sum(h is not None for h in pool.block_hash)
-    assert num_cached == 6  # 2 checkpoints + 2 x 2 full blocks
+    assert num_cached == 6 and pool.num_protected_blocks == 0  # 2 checkpoints + 2 x 2 full blocks
     a_next, b_next = Request("a2", a.token_ids + [1], 1), Request("b2", b.token_ids + [1], 1)
     assert (kv.get_computed_blocks(a_next).num_tokens, kv.get_computed_blocks(b_next).num_tokens) == (8, 8)
-    # An unrelated request takes every uncached block and 2 cached ones: 1 state block and
-    # 4 * num_full_blocks tokens.
+    # An unrelated request takes every uncached block and 2 cached ones (1 state block and
+    # num_uncached + 1 full blocks).
     num_uncached = pool.num_free_blocks - num_cached
     other = Request("x", list(range(300, 300 + 4 * (num_uncached + 1))), 1)
     assert kv.allocate_slots(other, other.num_tokens) is not None
@@ -70,32 +72,58 @@ def test_dead_prefix_goes_before_a_live_one(policy: EvictionPolicy, expected_hit
     kv.check_integrity()
     hits = (kv.get_computed_blocks(a_next).num_tokens, kv.get_computed_blocks(b_next).num_tokens)
     assert hits == expected_hits
-    assert kv.stats().num_demoted_blocks == (2 if policy is EvictionPolicy.GROUP_AWARE else 0)
 
 
-def test_full_attention_only_layout_installs_no_cascade() -> None:
-    kv = KVCacheManager(make_layout([make_group(FULL, 2)], [6]), CacheConfig())
-    assert kv.pools[0]._evict_listener is None
-
-
-def test_sliding_tail_eviction_demotes_the_full_prefix() -> None:
-    """Full (block 2) + sliding (W = 3, block 2). A 10-token prompt computed then freed (no
-    decode step, so nothing was released early). Evicting the sliding tail at position 4 kills
-    the hit at 10; the hit at 8 still has sliding position 3 ... until it is evicted too."""
+def running_with_released_window(policy: EvictionPolicy) -> tuple[KVCacheManager, list[int]]:
+    """Full (block 2) + sliding (W = 3, block 2), dense retention, 20 blocks. Request a (10
+    tokens) runs one decode step: it releases sliding positions 0..2 (cached) but keeps running
+    and holds its full blocks."""
     groups = [make_group(FULL, 2), make_group(SLIDING, 2, window=3)]
-    kv = KVCacheManager(make_layout(groups, [12], max_model_len=32),
-                        CacheConfig(eviction_policy=EvictionPolicy.GROUP_AWARE,
-                                    sliding_retention=SlidingRetention.ALL))
-    a = Request("a", list(range(10)), 1)
+    kv = KVCacheManager(make_layout(groups, [20], max_model_len=32),
+                        CacheConfig(eviction_policy=policy, sliding_retention=SlidingRetention.ALL))
+    a = Request("a", list(range(10)), 4)
     kv.allocate_slots(a, 10)  # full 1..5, sliding 6..10
     a.num_computed_tokens = 10
-    kv.free(a)
+    a.append_output_token(1)
+    kv.allocate_slots(a, 1)  # 10 computed: sliding positions 0..3 released (blocks 6..9)
+    kv.check_integrity()
+    return kv, [9, 8, 7, 6]
+
+
+def test_early_releases_of_a_running_request_are_protected() -> None:
+    kv, released = running_with_released_window(EvictionPolicy.GROUP_AWARE)
     pool = kv.pools[0]
-    assert list(pool._queue) == [11, 10, 5, 9, 4, 8, 3, 7, 2, 6, 1]
-    follow_up = Request("a2", list(range(10)) + [1], 1)
-    assert kv.get_computed_blocks(follow_up).num_tokens == 10
-    pool.allocate(2, 0)  # takes 11, then evicts sliding position 4 (block 10)
-    # Longest hit now 8 (sliding position 3 = block 9): full position 4 (block 5) is useless and
-    # was moved to the front.
-    assert kv.get_computed_blocks(follow_up).num_tokens == 8
-    assert list(pool._queue)[0] == 5 and kv.stats().num_demoted_blocks == 1
+    assert all(pool.is_protected(b) for b in released)
+    assert kv.stats().num_protected_blocks == (4,)
+    # a holds full 1..5 + 11 and sliding 10 + 12: 19 usable - 8 held = 11 free, 4 of them
+    # protected. A hit on the protected window is allowed: the shared 8 tokens need sliding
+    # position 3 (block 9): full 5 - 4 shared + sliding 6 - 1 protected hit = 6 <= 7.
+    follow = Request("follow", list(range(8)) + [70, 71], 1)
+    hit = kv.get_computed_blocks(follow)
+    assert hit.num_tokens == 8 and hit.block_ids[1][3] == 9
+    assert kv.can_admit(follow, hit)
+    # A 16-token request needs 8 full + cdiv(min(2 + 8, 16), 2) + 1 = 6 sliding blocks: refused;
+    # a 6-token one (3 + 4 blocks) fits in the 7 unprotected blocks without touching a's window.
+    assert not kv.can_admit(Request("big", list(range(50, 66)), 1))
+    small = Request("small", list(range(50, 56)), 1)
+    assert kv.can_admit(small)
+    kv.allocate_slots(small, 6)
+    assert all(pool.is_protected(b) for b in released)
+    kv.check_integrity()
+
+
+def test_protected_blocks_become_ordinary_when_the_request_stops() -> None:
+    kv, released = running_with_released_window(EvictionPolicy.GROUP_AWARE)
+    [request] = kv._requests.values()
+    kv.free(request)
+    pool = kv.pools[0]
+    assert pool.num_protected_blocks == 0
+    # a's held blocks by descending position (full 5 and sliding 10 at position 4 were not fully
+    # computed: uncached, front), then its early releases, oldest release first.
+    assert list(pool._queue)[-8:] == [4, 3, 2, 1] + released
+    kv.check_integrity()
+
+
+def test_lru_does_not_protect() -> None:
+    kv, released = running_with_released_window(EvictionPolicy.LRU)
+    assert not any(kv.pools[0].is_protected(b) for b in released)

@@ -14,7 +14,9 @@ from rt_harness import FakeRunner, drive
 from rt_layouts import CHUNKED, FULL, RECURRENT, SLIDING, make_group, make_layout
 
 from hkv.planner.layout import Layout
-from hkv.runtime import CacheConfig, EvictionPolicy, KVCacheManager, Request, Scheduler, SchedulerConfig
+from hkv.runtime import (
+    CacheConfig, EvictionPolicy, KVCacheManager, Request, Scheduler, SchedulerConfig, SlidingRetention,
+)
 
 MAX_OUTPUT = 10
 
@@ -65,13 +67,16 @@ def workloads(draw: st.DrawFn, max_model_len: int) -> tuple[list[Request], dict[
     return requests, turns
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), layout=layouts(), enable_caching=st.booleans(),
-       policy=st.sampled_from(list(EvictionPolicy)), num_seqs=st.integers(1, 5))
+       policy=st.sampled_from(list(EvictionPolicy)), retention=st.sampled_from(list(SlidingRetention)),
+       num_seqs=st.integers(1, 5))
 def test_random_mixes_keep_every_invariant(data: st.DataObject, layout: Layout, enable_caching: bool,
-                                           policy: EvictionPolicy, num_seqs: int) -> None:
+                                           policy: EvictionPolicy, retention: SlidingRetention,
+                                           num_seqs: int) -> None:
     requests, turns = data.draw(workloads(layout.max_model_len))
-    kv = KVCacheManager(layout, CacheConfig(enable_caching=enable_caching, eviction_policy=policy))
+    kv = KVCacheManager(layout, CacheConfig(enable_caching=enable_caching, eviction_policy=policy,
+                                            sliding_retention=retention))
     scheduler = Scheduler(kv, SchedulerConfig(max_num_batched_tokens=layout.in_flight_tokens,
                                               max_num_seqs=num_seqs))
     new_tokens = data.draw(st.lists(st.integers(0, 999), min_size=1, max_size=6))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rt_layouts import FULL, SLIDING, hit_len, ids, lone_manager, make_group, make_layout
 
-from hkv.runtime import NULL_BLOCK_ID, CacheConfig, KVCacheManager, Request, SlidingRetention
+from hkv.runtime import NULL_BLOCK_ID, CacheConfig, EvictionPolicy, KVCacheManager, Request, SlidingRetention
 
 # W = 5, block_size 2: a hit of p needs tokens [p - 4, p), i.e. positions [(p - 4) // 2, p // 2).
 HIT_CASES = [
@@ -32,11 +32,12 @@ def test_skipped_blocks(num_computed: int, skipped_blocks: int) -> None:
     assert lone_manager(make_group(SLIDING, 2, window=4)).num_skipped_blocks(num_computed) == skipped_blocks
 
 
-def test_lifecycle_block_ids() -> None:
+@pytest.mark.parametrize("policy", list(EvictionPolicy))
+def test_lifecycle_block_ids(policy: EvictionPolicy) -> None:
     """Pool of 10 blocks (null + 9), W = 4, block_size 2, in-flight allowance 8; every full
     block cached (SlidingRetention.ALL)."""
     kv = KVCacheManager(make_layout([make_group(SLIDING, 2, window=4)], [10], max_model_len=32),
-                        CacheConfig(sliding_retention=SlidingRetention.ALL))
+                        CacheConfig(sliding_retention=SlidingRetention.ALL, eviction_policy=policy))
     pool = kv.pools[0]
     a = Request("a", list(range(9)), max_output_len=4)
     assert ids(kv.allocate_slots(a, 9)) == [[1, 2, 3, 4, 5]]  # prefill writes all 9 tokens
@@ -57,6 +58,12 @@ def test_lifecycle_block_ids() -> None:
     hit = kv.get_computed_blocks(b)
     assert hit.num_tokens == 8 and hit.block_ids == ([NULL_BLOCK_ID, NULL_BLOCK_ID, 3, 4],)
     # Gate: cdiv(min(W - 1 + T, 11), 2) + 1 = 7 blocks, less block 4 already in use = 6 <= 7 free.
+    # Group-aware: blocks 1..3 were released early by a, which still runs: they are protected
+    # from admissions, so only 4 blocks are free for b, plus its hit block 3: 5 < 6.
+    if policy is EvictionPolicy.GROUP_AWARE:
+        assert [pool.is_protected(b) for b in (3, 2, 1)] == [True] * 3
+        assert not kv.can_admit(b, hit)
+        return
     assert kv.can_admit(b, hit)
     assert ids(kv.allocate_slots(b, 3, 8, hit)) == [[6, 7]]  # 11 tokens -> positions 4, 5
     assert pool.ref_cnt[4] == 2 and pool.ref_cnt[3] == 1
