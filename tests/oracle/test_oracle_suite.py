@@ -1,7 +1,7 @@
 """Main-suite entry to the vLLM oracle: runs tests/oracle/vllm_side inside `.venv-vllm`.
 
 The oracle suite compares hkv's `vllm` layouts with vLLM 0.32's own KV cache planning for every
-catalog model, and with the real vLLM CPU engine on tiny saved models (about 4 minutes, most of
+catalog model, and with the real vLLM CPU engine on tiny saved models (about 3 minutes, most of
 it five engine starts). It needs the separate oracle venv; build it with
 
     bash tests/oracle/setup_vllm_env.sh
