@@ -32,10 +32,7 @@ def first_block_hash(token_bytes: bytes, cache_salt: str | None) -> bytes:
 
 
 def next_block_hash(parent: bytes, token_bytes: bytes) -> bytes:
-    hasher = blake2b(b"\x01", digest_size=DIGEST_BYTES)
-    hasher.update(parent)
-    hasher.update(token_bytes)
-    return hasher.digest()
+    return blake2b(b"\x01" + parent + token_bytes, digest_size=DIGEST_BYTES).digest()
 
 
 class BlockHasher:
@@ -61,13 +58,18 @@ class BlockHasher:
         start = len(hashes)
         if start >= num_full:
             return
-        token_bytes = struct.pack(f"<{(num_full - start) * size}q", *request.token_ids[start * size:num_full * size])
+        new_tokens = request.token_ids[start * size:num_full * size]
+        token_bytes = struct.pack(f"<{len(new_tokens)}q", *new_tokens)
         step = size * 8
-        parent = hashes[-1] if hashes else None
-        for offset in range(0, len(token_bytes), step):
-            chunk = token_bytes[offset:offset + step]
-            if parent is None:
-                parent = first_block_hash(chunk, request.cache_salt)
-            else:
-                parent = next_block_hash(parent, chunk)
+        offset = 0
+        if start == 0:
+            parent = first_block_hash(token_bytes[:step], request.cache_salt)
+            hashes.append(parent)
+            offset = step
+        else:
+            parent = hashes[-1]
+        # Inlined next_block_hash: one C call per block.
+        for offset in range(offset, len(token_bytes), step):
+            parent = blake2b(b"\x01" + parent + token_bytes[offset:offset + step],
+                             digest_size=DIGEST_BYTES).digest()
             hashes.append(parent)

@@ -163,7 +163,7 @@ class BlockPool:
         cached = self._cached[group_id]
         hash_of, ref_cnt = self.block_hash, self.ref_cnt
         num_cached = 0
-        for block_id, block_hash in zip(block_ids, block_hashes):
+        for block_id, block_hash in zip(block_ids, block_hashes, strict=True):
             if block_id == NULL_BLOCK_ID or hash_of[block_id] is not None:
                 continue
             holder = cached.get(block_hash)

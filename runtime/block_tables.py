@@ -21,7 +21,7 @@ class BlockTables:
             if entry.is_new:
                 self._tables[entry.request_id] = [list(ids) for ids in entry.block_ids]
             else:
-                for table, ids in zip(self._tables[entry.request_id], entry.block_ids):
+                for table, ids in zip(self._tables[entry.request_id], entry.block_ids, strict=True):
                     table.extend(ids)
 
     def table(self, request_id: str, group_id: int) -> list[int]:

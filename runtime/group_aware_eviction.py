@@ -58,7 +58,7 @@ class GroupAwareEviction(LruEviction):
         if len({m.block_size for m in managers}) == 1:
             length = max(len(t) for t in tables)
             columns = [[NULL_BLOCK_ID] * (length - len(t)) + t[::-1] for t in tables]
-            return list(chain.from_iterable(zip(*columns)))
+            return list(chain.from_iterable(zip(*columns, strict=True)))
         keyed = [((pos + 1) * m.block_size, -i, block_id)
                  for i, m in enumerate(managers)
                  for pos, block_id in enumerate(request.block_ids[m.group_id]) if block_id != NULL_BLOCK_ID]

@@ -82,9 +82,10 @@ class KVCacheCoordinator:
         self._pool_index = {id(pool): i for i, pool in enumerate(self.pool_list)}
         self.pool_index_of_group = [self._pool_index[id(m.pool)] for m in self.managers]
         by_key: dict[tuple[object, ...], list[KindManager]] = {}
-        for group, manager in zip(layout.groups, self.managers):
+        for group, manager in zip(layout.groups, self.managers, strict=True):
             by_key.setdefault(_batch_key(group), []).append(manager)
         batches = [_LookupBatch(ms) for ms in by_key.values()]
+        self._skipping_managers = [m for m in self.managers if m.next_release_len(0) is not None]
         self._closed_batches = [b for b in batches if b.manager.hits_downward_closed]
         self._open_batches = [b for b in batches if not b.manager.hits_downward_closed]
 
@@ -150,7 +151,7 @@ class KVCacheCoordinator:
 
     def unprotect(self, request: Request) -> None:
         """The request stops running: what it released early ages like everything else."""
-        for m, protected in zip(self.managers, request.protected_block_ids):
+        for m, protected in zip(self.managers, request.protected_block_ids, strict=True):
             if protected:
                 m.pool.unprotect(protected)
 
@@ -159,7 +160,7 @@ class KVCacheCoordinator:
             m.cache_hit_point(request, hit_len)
 
     def remove_skipped_blocks(self, request: Request, num_computed: int) -> None:
-        for m in self.managers:
+        for m in self._skipping_managers:
             m.remove_skipped_blocks(request, num_computed)
 
     def num_blocks_to_allocate(self, request: Request, hit: HitBlocks | None, num_tokens: int,
@@ -167,7 +168,7 @@ class KVCacheCoordinator:
         """Per pool (in `pool_list` order): free blocks the step consumes, counting hit blocks
         taken out of the free queue (cached-free ones) and blocks released before popping."""
         needs = [0] * len(self.pool_list)
-        for m, pool_index in zip(self.managers, self.pool_index_of_group):
+        for m, pool_index in zip(self.managers, self.pool_index_of_group, strict=True):
             hit_blocks = hit[m.group_id] if hit is not None else []
             need = m.num_blocks_to_allocate(request, hit_blocks, num_tokens, num_main_tokens)
             if hit_blocks:
@@ -177,15 +178,16 @@ class KVCacheCoordinator:
         return needs
 
     def fits(self, needs: list[int]) -> bool:
-        return all(need <= pool.num_free_blocks for need, pool in zip(needs, self.pool_list))
+        return all(need <= pool.num_free_blocks for need, pool in zip(needs, self.pool_list, strict=True))
 
     def fits_unprotected(self, needs: list[int]) -> bool:
-        return all(need <= pool.num_unprotected_free_blocks for need, pool in zip(needs, self.pool_list))
+        return all(need <= pool.num_unprotected_free_blocks
+                   for need, pool in zip(needs, self.pool_list, strict=True))
 
     def adopt_hit(self, request: Request, hit: HitBlocks, hit_len: int) -> None:
         """Take a reference on every hit block of every group before anything is allocated, so
         one group's allocation cannot evict another group's hit."""
-        for m, blocks in zip(self.managers, hit):
+        for m, blocks in zip(self.managers, hit, strict=True):
             gid = m.group_id
             assert not request.block_ids[gid], "hits are adopted only by a request holding nothing"
             m.pool.touch(blocks, gid)

@@ -109,7 +109,7 @@ class KVCacheManager:
         seq_len = min(request.num_tokens, self.max_model_len)
         coordinator = self.coordinator
         needs = [0] * len(coordinator.pool_list)
-        for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group):
+        for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
             need = m.group.blocks_per_request(seq_len, self.in_flight_tokens)
             if computed is not None:
                 ref_cnt, is_protected = m.pool.ref_cnt, m.pool.is_protected
@@ -172,7 +172,7 @@ class KVCacheManager:
             if resend_len > num_new_computed_tokens and resend_len not in request.expected_hit_lens:
                 request.expected_hit_lens.append(resend_len)
         coordinator.set_steady_bounds(request, base, self.enable_caching)
-        return new_blocks
+        return new_blocks if any(new_blocks) else self.no_new_blocks
 
     def reserve_worst_case(self, request: Request, seq_len: int) -> bool:
         """Capacity probe: make a request holding nothing hold, per group, its worst-case
@@ -183,12 +183,12 @@ class KVCacheManager:
         coordinator = self.coordinator
         counts = [m.group.blocks_per_request(seq_len, self.in_flight_tokens) for m in coordinator.managers]
         needs = [0] * len(coordinator.pool_list)
-        for count, pool_index in zip(counts, coordinator.pool_index_of_group):
+        for count, pool_index in zip(counts, coordinator.pool_index_of_group, strict=True):
             needs[pool_index] += count
         if not coordinator.fits(needs):
             return False
         coordinator.init_tables(request)
-        for m, count in zip(coordinator.managers, counts):
+        for m, count in zip(coordinator.managers, counts, strict=True):
             request.block_ids[m.group_id] = m.pool.allocate(count, m.group_id)
         request.num_cached_blocks = [len(b) for b in request.block_ids]  # never cache these
         self._requests[request.request_id] = request

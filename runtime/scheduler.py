@@ -137,7 +137,7 @@ class Scheduler:
             if new_blocks is self.kv.no_new_blocks:
                 block_ids = self._empty_block_ids
             else:
-                block_ids = tuple(tuple(t[n:]) for t, n in zip(tables, sent))
+                block_ids = tuple(tuple(t[n:]) for t, n in zip(tables, sent, strict=True))
                 self._num_sent[request.request_id] = [len(t) for t in tables]
         copies: tuple[tuple[int, int, int], ...] = ()
         if request.state_copies:
@@ -156,7 +156,8 @@ class Scheduler:
         self._num_sent.pop(request.request_id, None)
         self.waiting.appendleft(request)
 
-    def update_from_output(self, output: SchedulerOutput, sampled_token_ids: Mapping[str, int]) -> list[Request]:
+    def update_from_output(self, output: SchedulerOutput,
+                           sampled_token_ids: Mapping[str, int]) -> list[Request]:
         """Advance each scheduled request by its computed tokens; append the sampled token of
         each entry with `emits_token`; finish (and free) requests that reached their output
         length or max_model_len. Returns the requests finished by this call."""

@@ -27,7 +27,8 @@ class FakeRunner:
 
     def execute(self, output: SchedulerOutput, requests: dict[str, Request]) -> None:
         self.tables.apply(output)
-        copies = [(self.groups[g].pool_id, src, dst) for e in output.scheduled for g, src, dst in e.state_copies]
+        copies = [(self.groups[g].pool_id, src, dst)
+                  for e in output.scheduled for g, src, dst in e.state_copies]
         gathered = [(pool, dst, self.state_shadow.get((pool, src))) for pool, src, dst in copies]
         for pool, dst, state in gathered:  # all sources read before any destination is written
             assert state is not None, "state copied from a block that never held a state"
@@ -38,17 +39,17 @@ class FakeRunner:
             assert entry.token_ids == tuple(request.token_ids[start:stop])
             if entry.is_new and start > 0:
                 self.num_checked_hits += 1
-            for g, (group, m) in enumerate(zip(self.groups, self.managers)):
+            for g, group in enumerate(self.groups):
                 table = self.tables.table(entry.request_id, g)
                 live = request.block_ids[g]
                 assert len(table) == len(live), f"{entry.request_id}: runner table {g} out of sync"
-                assert all(t == b for t, b in zip(table, live) if b != NULL_BLOCK_ID)
+                assert all(t == b for t, b in zip(table, live, strict=True) if b != NULL_BLOCK_ID)
                 if group.kind is CacheKind.RECURRENT:
                     self._run_state(group.pool_id, table[-1], request, start, stop)
                 else:
                     self._check_window(group, table, request, start)
-                    for pos, token, slot in zip(entry.positions, entry.token_ids,
-                                                self.tables.slot_mapping(entry.request_id, g, entry.positions)):
+                    slots = self.tables.slot_mapping(entry.request_id, g, entry.positions)
+                    for pos, token, slot in zip(entry.positions, entry.token_ids, slots, strict=True):
                         block_id, offset = divmod(slot, group.block_size)
                         assert block_id != NULL_BLOCK_ID, f"{entry.request_id}: token {pos} -> null block"
                         self.kv_shadow.setdefault((group.pool_id, block_id), {})[offset] = token

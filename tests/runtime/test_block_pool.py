@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
 
 H1, H2, H3 = b"h1" * 8, b"h2" * 8, b"h3" * 8

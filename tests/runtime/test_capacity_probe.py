@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from rt_layouts import CHUNKED, FULL, RECURRENT, SLIDING, make_group, make_layout
-
 from hkv.planner.layout import Layout
 from hkv.runtime import probe_capacity
+from rt_layouts import CHUNKED, FULL, RECURRENT, SLIDING, make_group, make_layout
 
 
 def layouts() -> list[tuple[str, Layout]]:
     return [
         ("full, one pool", make_layout([make_group(FULL, 4)], [23], max_model_len=32)),
         ("full + sliding, one pool", make_layout(
-            [make_group(FULL, 2), make_group(SLIDING, 4, window=5)], [50], max_model_len=40, in_flight_tokens=6)),
+            [make_group(FULL, 2), make_group(SLIDING, 4, window=5)], [50], max_model_len=40,
+            in_flight_tokens=6)),
         ("two sliding + full", make_layout(
             [make_group(SLIDING, 2, window=3), make_group(SLIDING, 2, window=3), make_group(FULL, 2)],
             [61], max_model_len=24, in_flight_tokens=4)),
@@ -23,7 +23,8 @@ def layouts() -> list[tuple[str, Layout]]:
         ("chunked + full + sliding over two pools", make_layout(
             [make_group(CHUNKED, 4, chunk=8, pool_id=0), make_group(FULL, 4, pool_id=0),
              make_group(SLIDING, 2, window=6, pool_id=1)], [33, 17], max_model_len=36, in_flight_tokens=5)),
-        ("recurrent only", make_layout([make_group(RECURRENT, 8, num_state_blocks=1)], [7], max_model_len=64)),
+        ("recurrent only", make_layout([make_group(RECURRENT, 8, num_state_blocks=1)], [7],
+                                       max_model_len=64)),
         ("too small for one", make_layout([make_group(FULL, 4)], [5], max_model_len=32)),
         ("null block only", make_layout([make_group(FULL, 4)], [1], max_model_len=32)),
     ]

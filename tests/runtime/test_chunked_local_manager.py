@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rt_layouts import CHUNKED, hit_len, ids, lone_manager, make_group, make_layout
-
 from hkv.runtime import NULL_BLOCK_ID, CacheConfig, EvictionPolicy, KVCacheManager, Request
+from rt_layouts import CHUNKED, hit_len, ids, lone_manager, make_group, make_layout
 
 # C = 4, block_size 2: a hit of p needs positions [(p // 4 * 4) // 2, p // 2).
 HIT_CASES = [

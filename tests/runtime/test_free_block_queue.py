@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from hkv.runtime.free_block_queue import FreeBlockQueue
 
 # Queue over blocks 1..5 of a 6-block pool (block 0, the null block, is never queued).

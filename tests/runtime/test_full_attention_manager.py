@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rt_layouts import FULL, hit_len, ids, lone_manager, make_group, make_layout
-
 from hkv.runtime import CacheConfig, EvictionPolicy, KVCacheManager, Request
+from rt_layouts import FULL, hit_len, ids, lone_manager, make_group, make_layout
 
 # block_size 2: position i holds tokens [2i, 2i + 2).
 HIT_CASES = [

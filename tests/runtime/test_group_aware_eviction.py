@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout
-
 from hkv.runtime import (
-    CacheConfig, EvictionPolicy, KVCacheManager, Request, Scheduler, SchedulerConfig, SlidingRetention,
+    CacheConfig,
+    EvictionPolicy,
+    KVCacheManager,
+    Request,
+    Scheduler,
+    SchedulerConfig,
+    SlidingRetention,
 )
+from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout
 
 
 @pytest.mark.parametrize(("policy", "expected_back"), [

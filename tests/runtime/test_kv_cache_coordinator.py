@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout, plant
-
 from hkv.runtime import NULL_BLOCK_ID, KVCacheManager, Request
+from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout, plant
 
 N = NULL_BLOCK_ID
 TOKENS = list(range(100, 116))  # 16 tokens; requests add one more so max_len = 16

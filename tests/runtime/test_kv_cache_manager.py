@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rt_layouts import FULL, RECURRENT, SLIDING, ids, make_group, make_layout
-
 from hkv.runtime import CacheConfig, KVCacheManager, Request, SlidingRetention
+from rt_layouts import FULL, RECURRENT, SLIDING, ids, make_group, make_layout
 
 
 def snapshot(kv: KVCacheManager) -> list[object]:

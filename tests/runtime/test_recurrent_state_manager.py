@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rt_layouts import RECURRENT, hit_len, ids, lone_manager, make_group, make_layout
-
 from hkv.runtime import NULL_BLOCK_ID, KVCacheManager, Request
+from rt_layouts import RECURRENT, hit_len, ids, lone_manager, make_group, make_layout
 
 N = NULL_BLOCK_ID
 

@@ -8,15 +8,20 @@ are finished every block is free or cached-free.
 
 from __future__ import annotations
 
+from hkv.planner.layout import Layout
+from hkv.runtime import (
+    CacheConfig,
+    EvictionPolicy,
+    KVCacheManager,
+    Request,
+    Scheduler,
+    SchedulerConfig,
+    SlidingRetention,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rt_harness import FakeRunner, drive
 from rt_layouts import CHUNKED, FULL, RECURRENT, SLIDING, make_group, make_layout
-
-from hkv.planner.layout import Layout
-from hkv.runtime import (
-    CacheConfig, EvictionPolicy, KVCacheManager, Request, Scheduler, SchedulerConfig, SlidingRetention,
-)
 
 MAX_OUTPUT = 10
 

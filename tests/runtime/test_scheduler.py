@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from hkv.runtime import (
+    BlockTables,
+    CacheConfig,
+    KVCacheManager,
+    OutOfBlocksError,
+    Request,
+    RequestStatus,
+    RequestTooLongError,
+    Scheduler,
+    SchedulerConfig,
+    SchedulerOutput,
+)
 from rt_harness import FakeRunner, drive
 from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout
-
-from hkv.runtime import (
-    BlockTables, CacheConfig, KVCacheManager, OutOfBlocksError, Request, RequestStatus, RequestTooLongError,
-    Scheduler, SchedulerConfig, SchedulerOutput,
-)
 
 
 def step(scheduler: Scheduler, token: int = 7) -> SchedulerOutput:

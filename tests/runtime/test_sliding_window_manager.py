@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rt_layouts import FULL, SLIDING, hit_len, ids, lone_manager, make_group, make_layout
-
 from hkv.runtime import NULL_BLOCK_ID, CacheConfig, EvictionPolicy, KVCacheManager, Request, SlidingRetention
+from rt_layouts import FULL, SLIDING, hit_len, ids, lone_manager, make_group, make_layout
 
 # W = 5, block_size 2: a hit of p needs tokens [p - 4, p), i.e. positions [(p - 4) // 2, p // 2).
 HIT_CASES = [
@@ -26,7 +25,8 @@ def test_longest_hit(cached: set[int], max_len: int, alignment: int, expected: i
     assert hit_len(lone_manager(make_group(SLIDING, 2, window=5)), cached, max_len, alignment) == expected
 
 
-@pytest.mark.parametrize(("num_computed", "skipped_blocks"), [(0, 0), (3, 0), (4, 0), (5, 1), (6, 1), (7, 2), (11, 4)])
+@pytest.mark.parametrize(("num_computed", "skipped_blocks"),
+                         [(0, 0), (3, 0), (4, 0), (5, 1), (6, 1), (7, 2), (11, 4)])
 def test_skipped_blocks(num_computed: int, skipped_blocks: int) -> None:
     """W = 4, block_size 2: skipped tokens = max(0, n - 3), whole blocks only."""
     assert lone_manager(make_group(SLIDING, 2, window=4)).num_skipped_blocks(num_computed) == skipped_blocks
