@@ -61,15 +61,15 @@ class BlockHasher:
         new_tokens = request.token_ids[start * size:num_full * size]
         token_bytes = struct.pack(f"<{len(new_tokens)}q", *new_tokens)
         step = size * 8
-        offset = 0
+        first = 0
         if start == 0:
             parent = first_block_hash(token_bytes[:step], request.cache_salt)
             hashes.append(parent)
-            offset = step
+            first = step
         else:
             parent = hashes[-1]
         # Inlined next_block_hash: one C call per block.
-        for offset in range(offset, len(token_bytes), step):
+        for offset in range(first, len(token_bytes), step):
             parent = blake2b(b"\x01" + parent + token_bytes[offset:offset + step],
                              digest_size=DIGEST_BYTES).digest()
             hashes.append(parent)

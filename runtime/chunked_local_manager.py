@@ -10,7 +10,7 @@ A hit at a chunk boundary needs no block at all; inside a chunk it needs the chu
 from __future__ import annotations
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.layout import KVCacheGroup, cdiv
+from hkv.planner.layout import KVCacheGroup
 from hkv.runtime.block_pool import BlockPool
 from hkv.runtime.cache_config import CacheConfig
 from hkv.runtime.kind_manager import KindManager
@@ -26,10 +26,6 @@ class ChunkedLocalManager(KindManager):
         if chunk is None or chunk < 1:
             raise ValueError(f"chunked group {group_id} needs chunk_len >= 1, got {chunk}")
         self.chunk_len: int = chunk
-
-    @property
-    def release_lookback_blocks(self) -> int:
-        return cdiv(self.chunk_len, self.block_size)
 
     def num_skipped_blocks(self, num_computed: int) -> int:
         return num_computed // self.chunk_len * self.chunk_len // self.block_size

@@ -32,12 +32,6 @@ class KindManager:
     # aligned hit): the coordinator then evaluates the lookup once instead of per candidate.
     hits_downward_closed: ClassVar[bool] = False
 
-    @property
-    def release_lookback_blocks(self) -> int:
-        """Positions before the skipped frontier whose (early released) blocks a hit near the
-        request's end may still need (group-aware eviction claims them)."""
-        return 0
-
     def __init__(self, group: KVCacheGroup, group_id: int, pool: BlockPool, hash_block_size: int,
                  config: CacheConfig) -> None:
         if group.block_size % hash_block_size:

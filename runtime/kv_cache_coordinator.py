@@ -216,13 +216,3 @@ class KVCacheCoordinator:
                 until_tokens = capacity
         request.steady_until_computed = until_computed
         request.steady_until_tokens = until_tokens or 0
-
-    def held_blocks(self, request: Request) -> list[tuple[KindManager, int, int]]:
-        """(manager, position, block id) of every non-null block the request holds."""
-        held = []
-        for m in self.managers:
-            blocks = request.block_ids[m.group_id]
-            for pos in range(request.num_skipped_blocks[m.group_id], len(blocks)):
-                if blocks[pos] != NULL_BLOCK_ID:
-                    held.append((m, pos, blocks[pos]))
-        return held

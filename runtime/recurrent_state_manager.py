@@ -38,8 +38,6 @@ class RecurrentStateManager(KindManager):
                              f"got {group.num_state_blocks}")
         self.num_state_blocks = group.num_state_blocks
 
-    release_lookback_blocks = 2  # the checkpoint the live state was last copied from
-
     def num_skipped_blocks(self, num_computed: int) -> int:
         return max(0, cdiv(num_computed, self.block_size) - 1)
 

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.layout import KVCacheGroup, cdiv
+from hkv.planner.layout import KVCacheGroup
 from hkv.runtime.block_pool import BlockPool
 from hkv.runtime.cache_config import CacheConfig, SlidingRetention
 from hkv.runtime.kind_manager import KindManager
@@ -25,10 +25,6 @@ class SlidingWindowManager(KindManager):
         if window is None or window < 1:
             raise ValueError(f"sliding group {group_id} needs window_len >= 1, got {window}")
         self.window_len: int = window
-
-    @property
-    def release_lookback_blocks(self) -> int:
-        return cdiv(self.window_len - 1, self.block_size) + 1
 
     def num_skipped_blocks(self, num_computed: int) -> int:
         return max(0, num_computed - self.window_len + 1) // self.block_size
