@@ -66,4 +66,16 @@ def attention_desc(view: ConfigView, dims: AttentionDims, layer_idx: int, kind: 
     return AttentionDesc(
         layer_idx=layer_idx, kind=cache_kind, num_kv_heads=dims.num_kv_heads, head_dim=dims.head_dim,
         head_dim_v=dims.head_dim_v, window_len=window, chunk_len=chunk, is_mla=dims.is_mla,
+        covered_window_len=_covered_window(view, kind),
     )
+
+
+def _covered_window(view: ConfigView, kind: LayerKind) -> int | None:
+    """A model-wide `sliding_window` that covers the whole context (Mistral/Ministral without
+    layer_types): the layer attends fully, but vLLM still gives it a sliding-window cache."""
+    if kind is not LayerKind.FULL or view.family != "mistral" or view.get("layer_types"):
+        return None
+    window, max_len = view.get("sliding_window"), view.get("max_position_embeddings")
+    if isinstance(window, int) and isinstance(max_len, int) and window >= max_len:
+        return window
+    return None

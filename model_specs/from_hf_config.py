@@ -84,7 +84,8 @@ def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],
                 layers.append(RecurrentDesc(
                     layer_idx=idx, variant=geometry.variant, conv_kernel_len=geometry.conv_kernel_len,
                     conv_dim=geometry.conv_dim, ssm_heads=geometry.ssm_heads, ssm_dims=geometry.ssm_dims,
-                    default_conv_dtype_bytes=conv_bytes, default_ssm_dtype_bytes=ssm_bytes))
+                    default_conv_dtype_bytes=conv_bytes, default_ssm_dtype_bytes=ssm_bytes,
+                    conv_groups=geometry.conv_groups, conv_group_dim=geometry.conv_group_dim))
             else:
                 assert dims is not None
                 desc = attention_desc(view, dims, idx, kind)

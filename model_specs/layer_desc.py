@@ -8,7 +8,7 @@ owns no cache (KV sharing: it reads another layer's pages).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
@@ -25,14 +25,21 @@ class AttentionDesc:
     chunk_len: int | None = None
     is_mla: bool = False
     kv_shared_with: int | None = None  # index of the layer whose pages this layer reads
+    # A configured window that covers the whole context (the layer is full attention; vLLM
+    # still caches it as sliding, which costs one block more per request).
+    covered_window_len: int | None = None
 
     @property
     def name(self) -> str:
         return f"layers.{self.layer_idx}.attn"
 
-    def cache_spec(self, opts: CacheOptions) -> AttentionCacheSpec | None:
+    def cache_spec(self, opts: CacheOptions, *, engine_windows: bool = False) -> AttentionCacheSpec | None:
+        """Per-rank spec; `engine_windows` applies a covered window as vLLM does."""
         if self.kv_shared_with is not None:
             return None
+        if engine_windows and self.covered_window_len is not None:
+            return replace(self, kind=CacheKind.SLIDING, window_len=self.covered_window_len,
+                           covered_window_len=None).cache_spec(opts)
         # MLA's latent is replicated across TP ranks; GQA heads are split, at least one per rank.
         heads = 1 if self.is_mla else max(1, self.num_kv_heads // opts.tp)
         return AttentionCacheSpec(
@@ -59,18 +66,27 @@ class RecurrentDesc:
     ssm_dims: tuple[int, ...]
     default_conv_dtype_bytes: int
     default_ssm_dtype_bytes: int
+    conv_groups: int = 0  # Mamba2 n_groups inside conv_dim; 0 for other variants
+    conv_group_dim: int = 0  # Mamba2 d_state
 
     @property
     def name(self) -> str:
         return f"layers.{self.layer_idx}.mixer"
 
-    def cache_spec(self, opts: CacheOptions) -> StateCacheSpec:
+    def conv_dim_per_rank(self, tp: int) -> int:
+        """conv_dim / TP; Mamba2 B/C groups that do not divide TP are replicated first
+        (n_groups 1 at TP 2 becomes 2 groups: +2 x d_state channels), as vLLM's
+        MambaStateShapeCalculator.extra_groups_for_head_shards does."""
+        extra = 0 if not self.conv_groups or self.conv_groups % tp == 0 else tp - self.conv_groups
+        return (self.conv_dim + 2 * extra * self.conv_group_dim) // tp
+
+    def cache_spec(self, opts: CacheOptions, *, engine_windows: bool = False) -> StateCacheSpec:
         conv_bytes = opts.conv_dtype_bytes or self.default_conv_dtype_bytes
         ssm_bytes = opts.ssm_dtype_bytes or self.default_ssm_dtype_bytes
         ssm_shape = (self.ssm_heads // opts.tp, *self.ssm_dims)
         if self.conv_kernel_len <= 1:
             return StateCacheSpec(self.variant, (ssm_shape,), (ssm_bytes,))
-        conv_shape = (self.conv_kernel_len - 1, self.conv_dim // opts.tp)
+        conv_shape = (self.conv_kernel_len - 1, self.conv_dim_per_rank(opts.tp))
         return StateCacheSpec(self.variant, (conv_shape, ssm_shape), (conv_bytes, ssm_bytes))
 
 

@@ -37,8 +37,12 @@ class ModelSpec:
     attn_logit_softcap: float | None = None  # Gemma 2's tanh cap on attention logits
     source: str = ""  # where the config came from: "catalog:<name>", a file path, "hf-cache:<path>"
 
-    def cache_specs(self, opts: CacheOptions) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:
-        return tuple((layer, layer.cache_spec(opts)) for layer in self.cache_layers)
+    def cache_specs(self, opts: CacheOptions, *,
+                    engine_windows: bool = False) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:
+        """Per-rank spec of every cache layer (None: KV-shared). `engine_windows`: give layers
+        whose configured window covers the context a sliding spec, as vLLM allocates them."""
+        return tuple((layer, layer.cache_spec(opts, engine_windows=engine_windows))
+                     for layer in self.cache_layers)
 
     def layer_mix(self) -> dict[str, int]:
         """Counts per layer kind, e.g. {"sliding": 52, "full": 10}; shared layers as "shared"."""

@@ -29,6 +29,8 @@ class RecurrentGeometry:
     conv_dim: int
     ssm_heads: int
     ssm_dims: tuple[int, ...]
+    conv_groups: int = 0  # Mamba2 B/C groups inside conv_dim (replicated to fill TP ranks)
+    conv_group_dim: int = 0  # d_state: channels per group in each of B and C
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ def _mamba2_intermediate(view: ConfigView) -> int:
 
 def _mamba2(view: ConfigView) -> RecurrentGeometry:
     d = mamba2_dims(view)
-    return RecurrentGeometry("mamba2", d.conv_kernel, d.conv_dim, d.n_heads, (d.head_dim, d.d_state))
+    return RecurrentGeometry("mamba2", d.conv_kernel, d.conv_dim, d.n_heads, (d.head_dim, d.d_state),
+                             conv_groups=d.n_groups, conv_group_dim=d.d_state)
 
 
 def mamba1_intermediate(view: ConfigView) -> int:

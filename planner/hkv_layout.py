@@ -44,7 +44,7 @@ def choose_groups(layers: list[PagedLayer], seq_len: int, t: int) -> list[list[P
     def cost(group_size: int) -> tuple[int, int, list[list[PagedLayer]]]:
         groups = [g for b in buckets for g in split_strided(b, group_size)]
         slots = max(len(g) for g in groups)
-        blocks = [to_kv_groups([g], 0, None)[0].blocks_per_request(seq_len, t) for g in groups]
+        blocks = [to_kv_groups([g], 0)[0].blocks_per_request(seq_len, t) for g in groups]
         return sum(blocks) * slots * page, sum(blocks), groups
 
     _, baseline_ids, best_groups = cost(vllm_group_size([len(b) for b in buckets]))
@@ -70,7 +70,7 @@ def build_hkv_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) ->
     notes = []
     if not states:
         pool = size_pool(0, "shared", attn_groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)
-        groups: list[KVCacheGroup] = to_kv_groups(attn_groups, 0, None)
+        groups: list[KVCacheGroup] = to_kv_groups(attn_groups, 0)
         return Layout("hkv", tuple(groups), (pool,) if groups else (), max_len, t,
                       budget.available_bytes, (), pp_size=cfg.pp)
     split_len = cfg.expected_avg_seq_len or max_len

@@ -28,9 +28,11 @@ class PagedLayer:
         return (self.spec, self.block_size, self.page_size_bytes)
 
 
-def owned_cache_layers(model: ModelSpec, opts: CacheOptions) -> list[tuple[CacheLayer, LayerCacheSpec]]:
+def owned_cache_layers(model: ModelSpec, opts: CacheOptions, *,
+                       engine_windows: bool = False) -> list[tuple[CacheLayer, LayerCacheSpec]]:
     """Cache layers that own memory (KV-shared layers dropped), in registration order."""
-    return [(layer, spec) for layer, spec in model.cache_specs(opts) if spec is not None]
+    return [(layer, spec) for layer, spec in model.cache_specs(opts, engine_windows=engine_windows)
+            if spec is not None]
 
 
 def attention_page_layers(entries: list[tuple[CacheLayer, LayerCacheSpec]], block_size: int,

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from hkv.model_specs.cache_spec import CacheKind
+from collections.abc import Callable
+
+from hkv.model_specs.cache_spec import StateCacheSpec
 from hkv.planner.layout import KVCacheGroup, Pool
 from hkv.planner.paged_layer import PagedLayer, pp_stage_of
 
 
+StateBlocks = Callable[[StateCacheSpec], int]  # state blocks a request holds, per recurrent spec
+
+
 def to_kv_groups(groups: list[list[PagedLayer]], pool_id: int,
-                 num_state_blocks: int | None) -> list[KVCacheGroup]:
+                 state_blocks: StateBlocks | None = None) -> list[KVCacheGroup]:
+    """`state_blocks` is required when a group is recurrent."""
     out = []
     for members in groups:
         head = members[0]
+        spec = head.spec
         out.append(KVCacheGroup(
             kind=head.kind,
             layer_names=tuple(m.name for m in members),
@@ -20,7 +27,7 @@ def to_kv_groups(groups: list[list[PagedLayer]], pool_id: int,
             block_size=head.block_size,
             page_size_bytes=head.page_size_bytes,
             pool_id=pool_id,
-            num_state_blocks=num_state_blocks if head.kind is CacheKind.RECURRENT else None,
+            num_state_blocks=state_blocks(spec) if isinstance(spec, StateCacheSpec) and state_blocks else None,
         ))
     return out
 

@@ -21,7 +21,9 @@ POOL_OF_KIND = {
     CacheKind.CHUNKED: "local",
     CacheKind.RECURRENT: "recurrent",
 }
-HKV_STATE_BLOCKS = 1  # one live state per request; checkpoints live in cached-free blocks
+def hkv_state_blocks(spec: StateCacheSpec) -> int:
+    """One live state per request; checkpoints live in cached-free blocks."""
+    return 1
 
 
 def state_page_layers(entries: list[tuple[CacheLayer, LayerCacheSpec]],
@@ -46,7 +48,7 @@ def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], bud
     """
     staged = []
     for pool_id, (kind, groups) in enumerate(pool_groups):
-        kv_groups = to_kv_groups(groups, pool_id, HKV_STATE_BLOCKS)
+        kv_groups = to_kv_groups(groups, pool_id, hkv_state_blocks)
         bytes_per_block = max(bytes_per_block_by_stage(groups, num_hidden_layers, pp))
         blocks = sum(g.blocks_per_request(split_len, in_flight_tokens) for g in kv_groups)
         staged.append((pool_id, kind, groups, kv_groups, bytes_per_block, blocks))

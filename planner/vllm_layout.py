@@ -14,11 +14,11 @@ from hkv.planner.errors import LayoutUnavailableError
 from hkv.planner.layout import Layout, cdiv
 from hkv.planner.memory_budget import MemoryBudget
 from hkv.planner.paged_layer import (
-    PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, split_strided,
+    PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, pp_stage_of, split_strided,
     unify_page_sizes,
 )
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.pool_sizing import size_pool, to_kv_groups
+from hkv.planner.pool_sizing import StateBlocks, size_pool, to_kv_groups
 
 _MIN_KERNEL_BLOCK = 16  # FlashAttention's MultipleOf(16)
 _MLA_MIN_BLOCK = 128
@@ -31,17 +31,23 @@ def vllm_group_size(counts: list[int]) -> int:
 
 
 def in_flight_tokens(cfg: PlanConfig, max_num_batched_tokens: int) -> int:
-    """T: current vLLM = max_concurrent_batches x mnbt (async: 2 at pp 1, else pp); legacy = mnbt."""
+    """T: current vLLM = max_concurrent_batches x mnbt; on CUDA the V2 model runner with async
+    scheduling keeps pp + 1 batches in flight (VllmConfig.max_concurrent_batches); legacy = mnbt."""
     if cfg.vllm_log == "legacy":
         return max_num_batched_tokens
-    return (2 if cfg.pp == 1 else cfg.pp) * max_num_batched_tokens
+    return (cfg.pp + 1) * max_num_batched_tokens
 
 
-def mamba_state_blocks(cfg: PlanConfig) -> int:
-    """State blocks a request holds: align mode 2 live (+1 prefill checkpoint in current vLLM)."""
-    if not cfg.enable_prefix_caching:
-        return 1
-    return 2 if cfg.vllm_log == "legacy" else 3
+def mamba_state_blocks(cfg: PlanConfig) -> StateBlocks:
+    """State blocks a request holds (MambaSpec.max_memory_usage_bytes / page): mode "none"
+    (prefix caching off) 1; align mode 2 live states, + 1 prefill checkpoint for Mamba2 layers in
+    current vLLM (MambaMixer2 sets num_prefill_checkpoint_blocks; Mamba1, GDN, lightning and KDA
+    layers do not)."""
+    def blocks(spec: StateCacheSpec) -> int:
+        if not cfg.enable_prefix_caching:
+            return 1
+        return 3 if cfg.vllm_log == "current" and spec.variant == "mamba2" else 2
+    return blocks
 
 
 def align_attention_block(attn_bytes_per_token: int, mamba_page: int, block_size: int,
@@ -59,7 +65,8 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
                       hybrid: bool = True) -> Layout:
     """Raises LayoutUnavailableError where vLLM would refuse (no HMA with recurrent layers)."""
     opts = cfg.cache_options(model.dtype_bytes)
-    entries = owned_cache_layers(model, opts)
+    entries = owned_cache_layers(model, opts, engine_windows=True)
+    _check_stages_own_cache(model, entries, cfg.pp)
     max_len = cfg.max_model_len or model.max_model_len
     name = "vllm" if hybrid else "vllm-no-hybrid"
     notes: list[str] = []
@@ -104,6 +111,18 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
     return Layout(name, tuple(kv_groups), (pool,) if kv_groups else (), max_len,
                   in_flight_tokens(cfg, budget.max_num_batched_tokens), budget.available_bytes,
                   tuple(notes), pp_size=cfg.pp)
+
+
+def _check_stages_own_cache(model: ModelSpec, entries: list, pp: int) -> None:
+    """vLLM refuses a pipeline stage whose layers all read another layer's KV (Gemma 3n at
+    PP 4): validate_kv_cache_layout finds a stage with no KV cache spec."""
+    if pp == 1 or not entries:
+        return
+    owning = {pp_stage_of(layer.layer_idx, model.num_hidden_layers, pp) for layer, _ in entries}
+    if len(owning) < pp:
+        missing = sorted(set(range(pp)) - owning)
+        raise LayoutUnavailableError(f"vLLM rejects --pp {pp}: stage(s) {missing} hold no layer that owns "
+                                     f"KV cache (all KV-shared)")
 
 
 def _group(layers: list[PagedLayer], notes: list[str]) -> list[list[PagedLayer]]:

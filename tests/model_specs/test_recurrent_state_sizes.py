@@ -17,8 +17,11 @@ CASES = [
     # Bamba-9B Mamba2: 128 heads x 64, d_state 128, n_groups 1, conv 4, hidden 4096 x expand 2 = 8192.
     # conv 3 x (8192 + 2*1*128) = 25,344; ssm 128*64*128 = 1,048,576; bf16 -> 2 x 1,073,920 = 2,147,840.
     ("bamba-9b", 1, 2_147_840),
-    ("bamba-9b", 2, 1_073_920),  # conv 3 x 4224 = 12,672 + ssm 64*64*128 = 524,288 -> x2
-    ("bamba-9b", 4, 536_960),
+    # TP > 1: n_groups 1 does not divide TP, so vLLM replicates the B/C group to TP groups first.
+    # TP2: conv 3 x (8192 + 2*2*128)/2 = 3 x 4352 = 13,056 + ssm 64*64*128 = 524,288 -> x2 = 1,074,688
+    ("bamba-9b", 2, 1_074_688),
+    # TP4: conv 3 x (8192 + 2*4*128)/4 = 3 x 2304 = 6,912 + ssm 32*64*128 = 262,144 -> x2 = 538,112
+    ("bamba-9b", 4, 538_112),
     # Granite-4.0-H-Small: same Mamba2 dims (class defaults 128 heads x 64, 1 group; d_state 128).
     ("granite-4.0-h-small", 1, 2_147_840),
     # Nemotron-H-8B: 128 heads x 64, d_state 128, n_groups 8, conv 4; ssm fp32 (vLLM default for NemotronH).

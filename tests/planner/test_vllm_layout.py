@@ -146,3 +146,40 @@ def test_pipeline_parallel_takes_the_tightest_stage():
     layout = vllm_layout(gpt_oss_120b(), pp=2)
     assert layout.pools[0].bytes_per_block == 294_912
     assert layout.pools[0].num_blocks == 10 * GIB // 294_912
+
+
+def test_only_mamba2_holds_a_prefill_checkpoint_block():
+    # vLLM 0.32 align mode: MambaMixer2 adds one prefill checkpoint block (2 live + 1); Mamba1,
+    # gated delta-net and lightning layers hold 2. With prefix caching off, one state each.
+    from hkv.model_specs.cache_spec import StateCacheSpec
+    from hkv.planner.vllm_layout import mamba_state_blocks
+
+    def spec(variant):
+        return StateCacheSpec(variant, ((3, 64),), (2,))
+    current = mamba_state_blocks(PlanConfig())
+    assert [current(spec(v)) for v in ("mamba2", "mamba1", "gdn", "lightning")] == [3, 2, 2, 2]
+    assert mamba_state_blocks(PlanConfig(vllm_log="legacy"))(spec("mamba2")) == 2
+    assert mamba_state_blocks(PlanConfig(enable_prefix_caching=False))(spec("mamba2")) == 1
+
+
+def test_in_flight_tokens_follow_the_cuda_default_runner():
+    # V2 model runner with async scheduling keeps pp + 1 batches in flight; legacy: one batch.
+    from hkv.planner.vllm_layout import in_flight_tokens
+    assert in_flight_tokens(PlanConfig(), 8192) == 16384
+    assert in_flight_tokens(PlanConfig(pp=2), 8192) == 24576
+    assert in_flight_tokens(PlanConfig(vllm_log="legacy", pp=2), 8192) == 8192
+
+
+def test_mistral_window_covering_the_context_is_sliding_for_vllm_only():
+    from hkv.model_specs.from_hf_config import from_hf_config
+    config = {"model_type": "mistral", "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000,
+              "max_position_embeddings": 2048, "sliding_window": 2048, "torch_dtype": "bfloat16"}
+    model = from_hf_config(config, "toy-mistral")
+    cfg = PlanConfig(available_kv_memory_bytes=GIB, max_num_batched_tokens=256)
+    budget = compute_memory_budget(model, cfg)
+    vllm = build_layout("vllm", model, cfg, budget)
+    hkv = build_layout("hkv", model, cfg, budget)
+    # vLLM: sliding W=2048: cdiv(min(2047 + 512, 2048), 16) + 1 = 129; hkv: full 2048 / 16 = 128
+    assert vllm.blocks_per_request(2048) == (129,)
+    assert hkv.blocks_per_request(2048) == (128,)

@@ -138,7 +138,7 @@ def hkv_vllm_layout(model: ModelSpec, sc: Scenario) -> Layout:
 def owned_specs(model: ModelSpec, sc: Scenario) -> list[tuple[object, AttentionCacheSpec | StateCacheSpec]]:
     """(layer desc, per-rank spec) for every cache-owning layer, in registration order."""
     opts = plan_config(sc).cache_options(model.dtype_bytes)
-    return [(layer, spec) for layer, spec in model.cache_specs(opts) if spec is not None]
+    return [(layer, spec) for layer, spec in model.cache_specs(opts, engine_windows=True) if spec is not None]
 
 
 # --------------------------------------------------------------------------------------------
@@ -364,19 +364,6 @@ def group_view(g: KVCacheGroupSpec) -> dict[str, object]:
 def hkv_group_view(layout: Layout) -> list[dict[str, object]]:
     return [{"kind": g.kind, "layers": tuple(g.layer_names), "block_size": g.block_size,
              "page_size_bytes": g.page_size_bytes} for g in layout.groups]
-
-
-def known_state_block_gap(model: ModelSpec, sc: Scenario) -> str | None:
-    """hkv gives every recurrent group 3 blocks per request in align mode (2 + 1 prefill
-    checkpoint); vLLM 0.32 adds the checkpoint block only for Mamba2 layers."""
-    variants = {s.variant for _, s in owned_specs(model, sc) if isinstance(s, StateCacheSpec)}
-    odd = sorted(v for v in variants if v not in PREFILL_CHECKPOINT_BLOCKS)
-    if odd and sc.enable_prefix_caching:
-        return (f"known hkv mismatch: {'/'.join(odd)} state groups need 2 blocks per request in vLLM "
-                f"0.32 align mode (MambaSpec.max_memory_usage_bytes, kv_cache_interface.py:1076, with "
-                f"num_prefill_checkpoint_blocks=0 from MambaBase.get_kv_cache_spec, "
-                f"layers/mamba/abstract.py:65); hkv's planner/vllm_layout.py:mamba_state_blocks uses 3")
-    return None
 
 
 def bytes_per_block(vc: VllmConfig, groups: list[KVCacheGroupSpec]) -> int:

@@ -87,13 +87,7 @@ CASES = [
     # Mistral config with sliding_window == max_position_embeddings and no layer_types (as
     # Ministral-8B-Instruct-2410's HF config): vLLM keeps every layer sliding.
     EngineCase("mistral_window_covers_context",
-               {"max_model_len": 2048, "kv_cache_memory_bytes": 9_000_001, "max_num_batched_tokens": 256},
-               known_gap="known hkv mismatch: hkv classifies a Mistral sliding_window >= "
-                         "max_position_embeddings as full attention (model_specs/layer_rules.py "
-                         "window_covers_context); vLLM 0.32 sets CacheConfig.sliding_window for configs "
-                         "without layer_types (engine/arg_utils.py:2249) and every Attention layer "
-                         "uses it (model_executor/layers/attention/attention.py:269), so all layers "
-                         "are SlidingWindowSpec: cdiv(min(W-1+T, L), bs) + 1 blocks per request"),
+               {"max_model_len": 2048, "kv_cache_memory_bytes": 9_000_001, "max_num_batched_tokens": 256}),
 ]
 
 

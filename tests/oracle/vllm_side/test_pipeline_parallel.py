@@ -17,6 +17,8 @@ import functools
 from unittest import mock
 
 import pytest
+
+from hkv.planner.errors import LayoutUnavailableError
 from vllm.config import VllmConfig
 from vllm.distributed.utils import get_pp_indices
 from vllm.v1.core.kv_cache_utils import (
@@ -73,21 +75,20 @@ def _skip_rejected(name: str) -> None:
 @pytest.mark.parametrize("name", MODELS)
 def test_pipeline_stages(name: str, pp: int) -> None:
     _skip_rejected(name)
-    layout = hkv_pp(name, pp)
     try:
-        configs, conc, in_flight = vllm_pp(name, pp, v2_runner=False)
-    except ValueError as err:
-        pytest.xfail(f"known gap: vLLM 0.32 refuses this PP split ({err}) but hkv plans "
-                     f"{layout.pools[0].num_blocks} blocks")
+        configs, conc, in_flight = vllm_pp(name, pp, v2_runner=True)
+    except ValueError:
+        # vLLM refuses the split (a stage holding only KV-shared layers): hkv must refuse too
+        with pytest.raises(LayoutUnavailableError):
+            hkv_pp(name, pp)
+        return
+    layout = hkv_pp(name, pp)
     assert {c.num_blocks for c in configs} == {layout.pools[0].num_blocks}
     assert all(len(c.kv_cache_groups) == len(layout.groups) for c in configs)
     for i, group in enumerate(layout.groups):  # stage projections of group i cover hkv's group i
         stages = [n for c in configs for n in c.kv_cache_groups[i].layer_names]
         assert sorted(stages) == sorted(group.layer_names), f"group {i}"
     assert layout.in_flight_tokens == in_flight
-    gap = ob.known_state_block_gap(ob.load_model(name), SCENARIO)
-    if gap and layout.max_concurrency(SCENARIO.max_model_len) != conc:
-        pytest.xfail(gap)
     assert layout.max_concurrency(SCENARIO.max_model_len) == conc
 
 
@@ -97,10 +98,5 @@ def test_pipeline_in_flight_tokens_v2_runner(name: str) -> None:
     _skip_rejected(name)
     configs, conc, in_flight = vllm_pp(name, 2, v2_runner=True)
     layout = hkv_pp(name, 2)
-    if layout.in_flight_tokens != in_flight:
-        pytest.xfail(
-            f"known hkv mismatch: at PP 2 vLLM 0.32's V2 model runner (the CUDA default) keeps "
-            f"pp + 1 = 3 batches in flight (VllmConfig.max_concurrent_batches, config/vllm.py:583), "
-            f"T = {in_flight}; hkv's planner/vllm_layout.py:in_flight_tokens uses pp x mnbt = "
-            f"{layout.in_flight_tokens}")
+    assert layout.in_flight_tokens == in_flight
     assert layout.max_concurrency(SCENARIO.max_model_len) == conc

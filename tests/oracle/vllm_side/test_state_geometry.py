@@ -88,20 +88,6 @@ def hkv_state(m, tp: int) -> StateCacheSpec:
     return next(s for _, s in m.cache_specs(opts) if isinstance(s, StateCacheSpec))
 
 
-def known_group_replication_gap(hf, state: StateCacheSpec, tp: int) -> str | None:
-    n_groups = getattr(hf, "mamba_n_groups", None) or getattr(hf, "n_groups", None)
-    if state.variant != "mamba2" or not n_groups:
-        return None
-    extra = MambaStateShapeCalculator.extra_groups_for_head_shards(n_groups, tp)
-    if not extra:
-        return None
-    return (f"known hkv mismatch: vLLM replicates Mamba2 B/C groups when n_groups ({n_groups}) % TP "
-            f"({tp}) != 0 (MambaStateShapeCalculator.mamba2_state_shape + extra_groups_for_head_shards, "
-            f"model_executor/layers/mamba/mamba_utils.py:208): conv dim per rank = (intermediate + "
-            f"2*(n_groups+{extra})*d_state)/TP; hkv's RecurrentDesc.cache_spec (model_specs/layer_desc.py) "
-            f"uses conv_dim // tp")
-
-
 @pytest.mark.parametrize("tp", [1, 2, 4, 8])
 @pytest.mark.parametrize("name", RECURRENT_MODELS)
 def test_state_shapes_and_dtypes(name: str, tp: int) -> None:
@@ -110,10 +96,6 @@ def test_state_shapes_and_dtypes(name: str, tp: int) -> None:
     vllm_bytes = sum(math.prod(s) * d.itemsize for s, d in zip(shapes, dtypes))
     theirs = [tuple(sorted(s)) for s in shapes]
     mine = [tuple(sorted(s)) for s in ours.shapes]
-    gap = known_group_replication_gap(hf, ours, tp)
-    if gap and (mine != theirs or ours.state_bytes != vllm_bytes):
-        pytest.xfail(gap)
     assert mine == theirs, f"hkv {ours.shapes} vs vLLM {shapes}"
     assert list(ours.dtype_bytes) == [d.itemsize for d in dtypes], f"hkv {ours.dtype_bytes} vs vLLM {dtypes}"
     assert ours.state_bytes == vllm_bytes
-    assert not gap, f"fixed? remove the known-gap note: {gap}"
