@@ -21,6 +21,7 @@ from hkv.model_specs.layer_desc import CacheLayer, RecurrentDesc
 from hkv.model_specs.layer_kinds import LayerKind
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.param_count import count_params
+from hkv.model_specs.quantized_weights import quantized_weights_bytes
 from hkv.model_specs.recurrent_dims import recurrent_geometry
 from hkv.model_specs.state_dtypes import default_state_dtype_bytes
 
@@ -59,6 +60,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         dtype_bytes=model_dtype,
         num_params=num_params,
         weights_bytes_exact=weights_bytes_exact,
+        quantized_weights_bytes=quantized_weights_bytes(merged, num_params, model_dtype),
         verified=config.get("_verified") is not False,
         note="; ".join(view.notes),
         architectures=tuple(str(a) for a in config.get("architectures") or merged.get("architectures") or ()),
@@ -121,5 +123,10 @@ def _note_scope(config: Mapping[str, Any], view: ConfigView) -> None:
         view.note("num_params counts the language model only (vision/audio towers excluded)")
     quant = view.get("quantization_config")
     if isinstance(quant, Mapping) and quant.get("quant_method"):
-        view.note(f"checkpoint is {quant['quant_method']}-quantized: weights bytes = num_params x dtype "
-                  "bytes over-estimates it unless read from safetensors")
+        method = quant["quant_method"]
+        if str(method).lower() not in ('mxfp4', 'fp8'):
+            view.note(f"checkpoint is {method}-quantized: weights bytes = num_params x dtype bytes "
+                      "over-estimates it unless read from safetensors")
+        else:
+            view.note(f"checkpoint is {method}-quantized: weights bytes estimated for {method} "
+                      "(see model_specs/quantized_weights.py) unless read from safetensors")

@@ -30,6 +30,7 @@ class ModelSpec:
     dtype_bytes: int  # weight dtype from the config's torch_dtype / dtype
     num_params: int  # analytic or exact parameter count
     weights_bytes_exact: int | None = None  # from safetensors headers when a directory was given
+    quantized_weights_bytes: int | None = None  # estimate for a quantized config (mxfp4, fp8)
     verified: bool = True  # False: the config was reconstructed from partial sources
     note: str = ""  # every assumption made while reading the config ("; "-separated), else ""
     architectures: tuple[str, ...] = ()  # config `architectures`, e.g. ("Gemma3ForConditionalGeneration",)
@@ -58,4 +59,6 @@ class ModelSpec:
     def weights_bytes(self) -> int:
         if self.weights_bytes_exact is not None:
             return self.weights_bytes_exact
+        if self.quantized_weights_bytes is not None:
+            return self.quantized_weights_bytes
         return self.num_params * self.dtype_bytes
