@@ -70,12 +70,13 @@ class HkvDriver:
     name = "hkv"
 
     def __init__(self, layout: Layout) -> None:
-        from hkv.runtime.cache_config import CacheConfig, EvictionPolicy
+        from hkv.runtime.cache_config import CacheConfig
         from hkv.runtime.kv_cache_manager import KVCacheManager
         from hkv.runtime.request import Request
 
-        # vLLM's eviction policy (plain LRU), so both managers do the same work on the same trace
-        self.manager = KVCacheManager(layout, CacheConfig(eviction_policy=EvictionPolicy.LRU))
+        # vLLM-compatible configuration (plain LRU, dense retention, caching at schedule time,
+        # duplicates kept, vLLM 0.32's free order): both managers do the same work on the trace
+        self.manager = KVCacheManager(layout, CacheConfig.vllm())
         self._request_cls = Request
 
     def admit(self, rid: int, tr: TraceRequest):

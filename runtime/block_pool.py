@@ -10,6 +10,10 @@ Block states (every usable block is in exactly one):
     cached-free  ref_cnt == 0, queued, hashed under (block hash, group id): a prefix-cache entry
                  that is reused on a hit and evicted (hash dropped) when popped for allocation;
                  protected if a running request released it early (see release_early)
+
+With `keep_duplicates` (vLLM's map) several blocks may hold one (block hash, group id) key: the
+earliest registered one still cached serves hits, the later ones wait in `_duplicates` in
+registration order, and each is evicted on its own. Without it a key has one block.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ NULL_BLOCK_ID = 0
 class BlockPool:
     """`num_blocks` blocks of one pool (null block included) shared by the groups placed in it."""
 
-    def __init__(self, pool_id: int, num_blocks: int, num_groups: int) -> None:
+    def __init__(self, pool_id: int, num_blocks: int, num_groups: int, keep_duplicates: bool = False) -> None:
         if num_blocks < 1:
             raise ValueError(f"pool {pool_id} needs at least the null block, got {num_blocks} blocks")
         self.pool_id = pool_id
@@ -38,6 +42,9 @@ class BlockPool:
         self.num_replaced = 0  # cached-free duplicates dropped in favour of an in-use copy
         # The prefix-cache map keyed by (block hash, group id): one dict per group id.
         self._cached: list[dict[bytes, int]] = [{} for _ in range(num_groups)]
+        # keep_duplicates: per group, hash -> later copies (registration order), beside _cached.
+        self.keep_duplicates = keep_duplicates
+        self._duplicates: list[dict[bytes, list[int]]] = [{} for _ in range(num_groups)]
         self._queue = FreeBlockQueue(num_blocks, range(1, num_blocks))
         self.protect_early_releases = False  # see release_early; set by group-aware eviction
 
@@ -74,11 +81,15 @@ class BlockPool:
         """
         block_ids = self._queue.popleft_n(num_blocks)
         block_hash, ref_cnt, block_group = self.block_hash, self.ref_cnt, self.block_group
+        keep_duplicates = self.keep_duplicates
         num_evicted = 0
         for block_id in block_ids:
             old_hash = block_hash[block_id]
             if old_hash is not None:
-                del self._cached[block_group[block_id]][old_hash]  # type: ignore[index]
+                if keep_duplicates:
+                    self._drop_entry(block_id, old_hash, block_group[block_id])  # type: ignore[arg-type]
+                else:
+                    del self._cached[block_group[block_id]][old_hash]  # type: ignore[index]
                 block_hash[block_id] = None
                 num_evicted += 1
             ref_cnt[block_id] = 1
@@ -86,6 +97,22 @@ class BlockPool:
         self.num_in_use_by_group[group_id] += num_blocks
         self.num_evictions += num_evicted
         return block_ids
+
+    def _drop_entry(self, block_id: int, block_hash: bytes, group_id: int) -> None:
+        """Remove block_id's map entry (keep_duplicates): the next copy, if any, takes its place."""
+        cached, duplicates = self._cached[group_id], self._duplicates[group_id]
+        copies = duplicates.get(block_hash)
+        if cached[block_hash] == block_id:
+            if copies:
+                cached[block_hash] = copies.pop(0)
+                if not copies:
+                    del duplicates[block_hash]
+            else:
+                del cached[block_hash]
+        else:
+            copies.remove(block_id)  # type: ignore[union-attr]
+            if not copies:
+                del duplicates[block_hash]
 
     def touch(self, block_ids: Iterable[int], group_id: int) -> None:
         """Take one more reference on each non-null block (cache hits); free ones leave the queue."""
@@ -106,7 +133,9 @@ class BlockPool:
         self.release_blocks((block_id,))
 
     def release_blocks(self, block_ids: Iterable[int]) -> None:
-        """`release` each block in order; null blocks are skipped."""
+        """`release` the blocks as one batch (vLLM's free_blocks), in eviction priority order:
+        the cached ones reaching zero are appended in that order, the uncached ones put in front
+        in that order (the first one is reused first). Null blocks are skipped."""
         self._release(block_ids, protect=False)
 
     def release_early(self, block_ids: Iterable[int]) -> list[int]:
@@ -134,7 +163,8 @@ class BlockPool:
                 uncached.append(block_id)
             else:
                 cached.append(block_id)
-        # Front and back insertions commute, so two bulk passes keep the one-by-one order.
+        # Front and back insertions commute; the first uncached block ends up first.
+        uncached.reverse()
         self._queue.extendleft(uncached)
         if not protect:
             self._queue.extend(cached)
@@ -152,8 +182,9 @@ class BlockPool:
 
     def cache_block(self, block_id: int, block_hash: bytes, group_id: int) -> bool:
         """Register an in-use block under (block_hash, group_id). Returns False (no change) if the
-        block is already hashed or another in-use block holds that key; a cached-free block
-        holding the key (an identical copy) loses it and becomes a plain free block."""
+        block is already hashed. Another block holding the key: with keep_duplicates the block
+        is registered after it; otherwise, False if that holder is in use, and a cached-free
+        holder (an identical copy) loses the key and becomes a plain free block."""
         return self.cache_blocks((block_id,), (block_hash,), group_id) == 1
 
     def cache_blocks(self, block_ids: Sequence[int], block_hashes: Sequence[bytes], group_id: int) -> int:
@@ -162,11 +193,17 @@ class BlockPool:
         were registered."""
         cached = self._cached[group_id]
         hash_of, ref_cnt = self.block_hash, self.ref_cnt
+        keep_duplicates = self.keep_duplicates
         num_cached = 0
         for block_id, block_hash in zip(block_ids, block_hashes, strict=True):
             if block_id == NULL_BLOCK_ID or hash_of[block_id] is not None:
                 continue
             holder = cached.get(block_hash)
+            if holder is not None and keep_duplicates:
+                self._duplicates[group_id].setdefault(block_hash, []).append(block_id)
+                hash_of[block_id] = block_hash
+                num_cached += 1
+                continue
             if holder is not None:
                 if ref_cnt[holder] > 0:
                     continue
@@ -218,14 +255,21 @@ class BlockPool:
             assert not self._queue.is_protected(block_id) or block_hash is not None, (
                 f"{tag}: protected block {block_id} is not cached")
             if block_hash is not None:
-                assert group_id is not None and self._cached[group_id].get(block_hash) == block_id, (
+                assert group_id is not None and (
+                    self._cached[group_id].get(block_hash) == block_id
+                    or block_id in self._duplicates[group_id].get(block_hash, ())), (
                     f"{tag}: block {block_id} hashed but not in the map of group {group_id}")
         assert num_free + num_cached_free + num_in_use == self.num_usable_blocks, f"{tag}: lost blocks"
         assert in_use_by_group == self.num_in_use_by_group, (
             f"{tag}: in-use counters {self.num_in_use_by_group} != {in_use_by_group}")
         num_entries = 0
-        for group_id, cached in enumerate(self._cached):
-            for block_hash, block_id in cached.items():
+        assert self.keep_duplicates or not any(self._duplicates), f"{tag}: duplicates kept"
+        for group_id, (cached, duplicates) in enumerate(zip(self._cached, self._duplicates, strict=True)):
+            entries = list(cached.items())
+            for block_hash, copies in duplicates.items():
+                assert copies and block_hash in cached, f"{tag}: stray duplicate list of group {group_id}"
+                entries.extend((block_hash, block_id) for block_id in copies)
+            for block_hash, block_id in entries:
                 num_entries += 1
                 assert 0 < block_id < self.num_blocks, f"{tag}: map entry -> block {block_id}"
                 assert self.block_hash[block_id] == block_hash, (

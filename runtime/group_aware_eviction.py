@@ -28,6 +28,7 @@ from __future__ import annotations
 from itertools import chain
 
 from hkv.runtime.block_pool import NULL_BLOCK_ID
+from hkv.runtime.cache_config import FreeOrder
 from hkv.runtime.kind_manager import KindManager
 from hkv.runtime.kv_cache_coordinator import KVCacheCoordinator
 from hkv.runtime.lru_eviction import LruEviction
@@ -35,12 +36,11 @@ from hkv.runtime.request import Request
 
 
 class GroupAwareEviction(LruEviction):
-    def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool) -> None:
-        super().__init__(coordinator, enable_caching)
+    def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool,
+                 free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST) -> None:
+        super().__init__(coordinator, enable_caching, free_order)  # free_order: not used here
         for pool in coordinator.pool_list:
             pool.protect_early_releases = enable_caching
-        self._managers_of_pool = [[m for m in coordinator.managers if m.pool is pool]
-                                  for pool in coordinator.pool_list]
 
     def free_request(self, request: Request) -> None:
         """Release every held block in descending token position across groups, then let the

@@ -199,14 +199,19 @@ class KVCacheCoordinator:
                             num_main_tokens: int) -> tuple[list[int], ...]:
         return tuple(m.allocate_new_blocks(request, num_tokens, num_main_tokens) for m in self.managers)
 
-    def set_steady_bounds(self, request: Request, num_computed: int, enable_caching: bool) -> None:
-        """Record until when allocate_slots has nothing to do for this request (see Request)."""
+    def set_steady_bounds(self, request: Request, num_computed: int, enable_caching: bool,
+                          cached_len: int | None = None) -> None:
+        """Record until when allocate_slots has nothing to do for this request (see Request).
+        `cached_len`: the tokens cached at schedule time (CacheTiming.SCHEDULED), else None."""
         until_computed: int | None = None
         until_tokens: int | None = None
+        if cached_len is not None:  # the next block is cached once a step reaches its end
+            alignment = self.hit_alignment
+            until_tokens = (cached_len // alignment + 1) * alignment - 1
         for m in self.managers:
             size = m.block_size
             bound = m.next_release_len(num_computed)
-            if enable_caching:
+            if enable_caching and cached_len is None:
                 next_boundary = (num_computed // size + 1) * size
                 bound = next_boundary if bound is None else min(bound, next_boundary)
             if bound is not None and (until_computed is None or bound < until_computed):

@@ -19,7 +19,7 @@ from typing import NamedTuple
 from hkv.planner.layout import Layout
 from hkv.runtime.block_hash import BlockHasher
 from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
-from hkv.runtime.cache_config import CacheConfig, EvictionPolicy
+from hkv.runtime.cache_config import CacheConfig, CacheTiming, DuplicateBlocks, EvictionPolicy
 from hkv.runtime.cache_stats import CacheStats
 from hkv.runtime.group_aware_eviction import GroupAwareEviction
 from hkv.runtime.kv_cache_coordinator import KVCacheCoordinator
@@ -52,11 +52,19 @@ class KVCacheManager:
         self.max_model_len = layout.max_model_len
         self.in_flight_tokens = layout.in_flight_tokens
         num_groups = len(layout.groups)
-        self.pools = {p.pool_id: BlockPool(p.pool_id, p.num_blocks, num_groups) for p in layout.pools}
+        keep_duplicates = self.config.duplicate_blocks is DuplicateBlocks.KEEP
+        self.pools = {p.pool_id: BlockPool(p.pool_id, p.num_blocks, num_groups, keep_duplicates)
+                      for p in layout.pools}
         self.coordinator = KVCacheCoordinator(layout, self.pools, self.config)
         self.enable_caching = self.config.enable_caching
+        # CacheTiming.SCHEDULED: blocks are cached by the allocate_slots that schedules them.
+        self.cache_on_schedule = self.enable_caching and self.config.cache_timing is CacheTiming.SCHEDULED
+        if self.cache_on_schedule and any(isinstance(m, RecurrentStateManager) for m in self.coordinator.managers):
+            raise ValueError(f"layout {layout.name!r} has recurrent groups: CacheTiming.SCHEDULED "
+                             "(vLLM's caching at schedule time) is not supported with them")
         self.hasher = BlockHasher(self.coordinator.hash_block_size)
-        self.eviction = EVICTION_BY_POLICY[self.config.eviction_policy](self.coordinator, self.enable_caching)
+        self.eviction = EVICTION_BY_POLICY[self.config.eviction_policy](
+            self.coordinator, self.enable_caching, self.config.free_order)
         self._empty_hit = ComputedBlocks(tuple(() for _ in range(num_groups)), 0)
         self.no_new_blocks: NewBlocks = tuple(() for _ in range(num_groups))
         self._requests: dict[str, Request] = {}  # requests holding blocks
@@ -129,11 +137,13 @@ class KVCacheManager:
         """Make the request hold slots for its computed tokens plus `num_new_tokens` (plus
         `num_lookahead_tokens` draft slots that are never cached), capped at max_model_len.
 
-        First caches the request's fully computed blocks and releases the blocks it no longer
-        needs (out of window/chunk, old states; dead either way). Then either adopts the hit
+        First caches the request's fully computed blocks (CacheTiming.COMPUTED) and releases the
+        blocks it no longer needs (out of window/chunk, old states; dead either way). Then either
+        adopts the hit
         `new_computed_blocks` (covering `num_new_computed_tokens`; only for a request holding
         nothing) and allocates every group's new blocks, or, if any pool lacks free blocks,
-        returns None with no block taken. Returns the new block ids per group. Does not change
+        returns None with no block taken; with CacheTiming.SCHEDULED it then caches the blocks the
+        step fills (its tokens up to num_tokens). Returns the new block ids per group. Does not change
         `request.num_computed_tokens`: the caller adds the hit and computed tokens.
         The identical object `no_new_blocks` is returned when nothing was allocated.
         """
@@ -147,7 +157,10 @@ class KVCacheManager:
         if not request.block_ids:
             coordinator.init_tables(request)
         num_computed = request.num_computed_tokens
-        self._cache_and_release(request, num_computed)
+        if self.cache_on_schedule:
+            coordinator.remove_skipped_blocks(request, num_computed)
+        else:
+            self._cache_and_release(request, num_computed)
         hit = None
         if new_computed_blocks is not None and new_computed_blocks.num_tokens:
             assert num_new_computed_tokens == new_computed_blocks.num_tokens
@@ -171,7 +184,15 @@ class KVCacheManager:
             resend_len = (request.num_tokens - 1) // alignment * alignment  # same prompt again
             if resend_len > num_new_computed_tokens and resend_len not in request.expected_hit_lens:
                 request.expected_hit_lens.append(resend_len)
-        coordinator.set_steady_bounds(request, base, self.enable_caching)
+        cached_len = None
+        if self.cache_on_schedule:
+            # vLLM: every token scheduled so far, at most num_tokens (never draft slots), rounded
+            # down to the hit alignment (a no-op when every group has the same block size).
+            self.hasher.extend(request)
+            alignment = coordinator.hit_alignment
+            cached_len = min(base + num_new_tokens, request.num_tokens) // alignment * alignment
+            coordinator.cache_blocks(request, cached_len)
+        coordinator.set_steady_bounds(request, base, self.enable_caching, cached_len)
         return new_blocks if any(new_blocks) else self.no_new_blocks
 
     def reserve_worst_case(self, request: Request, seq_len: int) -> bool:
@@ -195,25 +216,27 @@ class KVCacheManager:
         return True
 
     def remove_skipped_blocks(self, request: Request, num_computed_tokens: int) -> None:
-        """Release (after caching them) the blocks `num_computed_tokens` computed tokens no
-        longer need, in every group. allocate_slots does this itself."""
+        """Release (after caching them, CacheTiming.COMPUTED) the blocks `num_computed_tokens`
+        computed tokens no longer need, in every group. allocate_slots does this itself."""
         if request.block_ids:
             self._cache_and_release(request, num_computed_tokens)
 
     def _cache_and_release(self, request: Request, num_computed: int) -> None:
-        if self.enable_caching:
+        if self.enable_caching and not self.cache_on_schedule:
             self.hasher.extend(request)
             self.coordinator.cache_blocks(request, num_computed)
         self.coordinator.remove_skipped_blocks(request, num_computed)
 
     def free(self, request: Request) -> None:
         """Release every block of the request (finished or preempted). Fully computed blocks are
-        cached first, so they stay reusable until evicted. The request may be admitted again."""
+        cached first (CacheTiming.SCHEDULED: they were cached when scheduled), so they stay
+        reusable until evicted. The request may be admitted again."""
         if request.block_ids:
             if self.enable_caching and request.request_id in self._requests:
                 self.hasher.extend(request)
                 num_computed = request.num_computed_tokens
-                self.coordinator.cache_blocks(request, num_computed)
+                if not self.cache_on_schedule:
+                    self.coordinator.cache_blocks(request, num_computed)
                 alignment = self.coordinator.hit_alignment
                 self.coordinator.cache_hit_point(request, num_computed // alignment * alignment)
             self.eviction.free_request(request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hkv.runtime.cache_config import FreeOrder
 from hkv.runtime.kv_cache_coordinator import KVCacheCoordinator
 from hkv.runtime.request import Request
 
@@ -9,15 +10,28 @@ from hkv.runtime.request import Request
 class LruEviction:
     """Frees requests so that, per group, tail blocks are evicted before their parents."""
 
-    def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool) -> None:
+    def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool,
+                 free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST) -> None:
         self.coordinator = coordinator
         self.enable_caching = enable_caching
+        self.free_order = free_order
+        self._managers_of_pool = [[m for m in coordinator.managers if m.pool is pool]
+                                  for pool in coordinator.pool_list]
 
     def free_request(self, request: Request) -> None:
-        """Release every block the request holds: groups in reverse order, each tail first
-        (cached blocks reach the LRU back in that order)."""
-        for m in reversed(self.coordinator.managers):
-            blocks = request.block_ids[m.group_id]
-            held = blocks[request.num_skipped_blocks[m.group_id]:]
+        """Release every block the request holds (see FreeOrder), each group tail first."""
+        managers = self.coordinator.managers
+        if self.free_order is FreeOrder.GROUP_BY_GROUP:
+            for m in managers:
+                held = request.block_ids[m.group_id][request.num_skipped_blocks[m.group_id]:]
+                held.reverse()
+                m.pool.release_blocks(held)
+            return
+        for pool_managers in self._managers_of_pool:
+            if not pool_managers:
+                continue
+            held = []
+            for m in pool_managers:
+                held.extend(request.block_ids[m.group_id][request.num_skipped_blocks[m.group_id]:])
             held.reverse()
-            m.pool.release_blocks(held)
+            pool_managers[0].pool.release_blocks(held)
