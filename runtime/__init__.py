@@ -2,7 +2,14 @@
 
 from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.block_tables import BlockTables
-from hkv.runtime.cache_config import CacheConfig, EvictionPolicy, SlidingRetention
+from hkv.runtime.cache_config import (
+    CacheConfig,
+    CacheTiming,
+    DuplicateBlocks,
+    EvictionPolicy,
+    FreeOrder,
+    SlidingRetention,
+)
 from hkv.runtime.cache_stats import CacheStats
 from hkv.runtime.capacity_probe import probe_capacity
 from hkv.runtime.errors import OutOfBlocksError, RequestTooLongError, RuntimeCacheError
@@ -12,8 +19,9 @@ from hkv.runtime.scheduler import Scheduler, SchedulerConfig
 from hkv.runtime.scheduler_output import ScheduledRequest, SchedulerOutput
 
 __all__ = [
-    "NULL_BLOCK_ID", "BlockPool", "BlockTables", "CacheConfig", "CacheStats", "ComputedBlocks",
-    "EvictionPolicy", "KVCacheManager", "OutOfBlocksError", "Request", "RequestStatus",
-    "RequestTooLongError", "RuntimeCacheError", "Scheduler", "SchedulerConfig", "ScheduledRequest",
-    "SchedulerOutput", "SlidingRetention", "probe_capacity",
+    "NULL_BLOCK_ID", "BlockPool", "BlockTables", "CacheConfig", "CacheStats", "CacheTiming",
+    "ComputedBlocks", "DuplicateBlocks", "EvictionPolicy", "FreeOrder", "KVCacheManager",
+    "OutOfBlocksError", "Request", "RequestStatus", "RequestTooLongError", "RuntimeCacheError",
+    "ScheduledRequest", "Scheduler", "SchedulerConfig", "SchedulerOutput", "SlidingRetention",
+    "probe_capacity",
 ]

@@ -129,3 +129,41 @@ def test_missing_reference_is_detected() -> None:
     pool.allocate(2, 0)
     with pytest.raises(AssertionError, match="ref_cnt 1 != 0"):
         pool.check_integrity([(1, 0)])
+
+
+def test_batch_release_puts_uncached_blocks_in_front_in_list_order() -> None:
+    """vLLM's free_blocks: the first uncached block of the batch is reused first."""
+    pool = BlockPool(0, 6, num_groups=1)
+    assert pool.allocate(3, 0) == [1, 2, 3]
+    pool.release_blocks([3, 2, 1])  # tail first, as a request is freed
+    assert list(pool._queue) == [3, 2, 1, 4, 5]
+    pool.check_integrity([])
+
+
+def test_keep_duplicates_registers_every_copy() -> None:
+    """vLLM's map: copies of one key are all hashed; a hit gets the earliest one still cached;
+    each copy is evicted on its own and the next one takes over."""
+    pool = BlockPool(0, 6, num_groups=1, keep_duplicates=True)
+    assert pool.allocate(3, 0) == [1, 2, 3]
+    assert pool.cache_block(1, H1, 0) and pool.cache_block(2, H1, 0) and pool.cache_block(3, H1, 0)
+    assert pool.get_cached_block(H1, 0) == 1
+    pool.check_integrity([(1, 0), (2, 0), (3, 0)])
+    pool.release_blocks([2, 1, 3])  # all cached: LRU back in that order
+    assert list(pool._queue) == [4, 5, 2, 1, 3]
+    pool.check_integrity([])
+    assert pool.allocate(3, 0) == [4, 5, 2]  # evicts copy 2 (not the holder): 1 still serves hits
+    assert pool.get_cached_block(H1, 0) == 1 and pool.num_evictions == 1
+    pool.check_integrity([(4, 0), (5, 0), (2, 0)])
+    assert pool.allocate(1, 0) == [1]  # evicts the holder: copy 3 takes over
+    assert pool.get_cached_block(H1, 0) == 3
+    pool.check_integrity([(4, 0), (5, 0), (2, 0), (1, 0)])
+    assert pool.allocate(1, 0) == [3]
+    assert pool.get_cached_block(H1, 0) is None
+    pool.check_integrity([(4, 0), (5, 0), (2, 0), (1, 0), (3, 0)])
+
+
+def test_without_keep_duplicates_an_in_use_copy_stays_unhashed() -> None:
+    pool = BlockPool(0, 4, num_groups=1)
+    assert pool.allocate(2, 0) == [1, 2]
+    assert pool.cache_block(1, H1, 0) and not pool.cache_block(2, H1, 0)
+    assert pool.block_hash[2] is None

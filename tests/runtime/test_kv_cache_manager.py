@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from hkv.runtime import CacheConfig, KVCacheManager, Request, SlidingRetention
+from hkv.runtime import (
+    CacheConfig,
+    CacheTiming,
+    DuplicateBlocks,
+    EvictionPolicy,
+    FreeOrder,
+    KVCacheManager,
+    Request,
+    SlidingRetention,
+)
 from rt_layouts import FULL, RECURRENT, SLIDING, ids, make_group, make_layout
 
 
@@ -116,3 +125,64 @@ def test_public_remove_skipped_blocks() -> None:
     kv.remove_skipped_blocks(request, 8)  # skipped = 7 tokens -> positions 0..2
     assert request.block_ids == [[0, 0, 0, 4]]
     kv.check_integrity()
+
+
+def test_cache_timing_scheduled_lets_a_same_step_admission_hit() -> None:
+    """vLLM caches the blocks a step fills when it schedules them; hkv's default waits until
+    they are computed (the next allocate_slots), so a request admitted in between misses."""
+    prompt = list(range(9))
+    for timing, expected in ((CacheTiming.COMPUTED, 0), (CacheTiming.SCHEDULED, 8)):
+        kv = KVCacheManager(make_layout([make_group(FULL, 2)], [20], max_model_len=32),
+                            CacheConfig(cache_timing=timing))
+        first = Request("a", prompt, 2)
+        kv.allocate_slots(first, 9)
+        second = Request("b", prompt + [99], 2)
+        assert kv.get_computed_blocks(second).num_tokens == expected, timing
+        kv.check_integrity()
+
+
+def test_cache_timing_scheduled_caches_decode_blocks_without_draft_slots() -> None:
+    kv = KVCacheManager(make_layout([make_group(FULL, 2)], [20], max_model_len=32),
+                        CacheConfig(cache_timing=CacheTiming.SCHEDULED))
+    request = Request("r", list(range(3)), 4)
+    kv.allocate_slots(request, 3, num_lookahead_tokens=4)  # 1 full block of 3 tokens is cached
+    assert sum(h is not None for h in kv.pools[0].block_hash) == 1
+    request.num_computed_tokens = 3
+    request.append_output_token(50)
+    kv.allocate_slots(request, 1, num_lookahead_tokens=4)  # token 3 fills block 1
+    assert sum(h is not None for h in kv.pools[0].block_hash) == 2
+    request.num_computed_tokens = 4
+    request.append_output_token(51)
+    assert ids(kv.allocate_slots(request, 1)) == [[]]  # nothing new: the steady path
+    assert sum(h is not None for h in kv.pools[0].block_hash) == 2
+    kv.check_integrity()
+
+
+def test_cache_timing_scheduled_is_refused_with_recurrent_groups() -> None:
+    layout = make_layout([make_group(FULL, 4), make_group(RECURRENT, 4)], [10], max_model_len=32)
+    with pytest.raises(ValueError, match="recurrent"):
+        KVCacheManager(layout, CacheConfig(cache_timing=CacheTiming.SCHEDULED))
+    KVCacheManager(layout, CacheConfig(enable_caching=False, cache_timing=CacheTiming.SCHEDULED))
+
+
+@pytest.mark.parametrize("order", list(FreeOrder))
+def test_lru_free_order(order: FreeOrder) -> None:
+    """GROUP_BY_GROUP (vLLM 0.32's free): group 0 tail first, then group 1's. REQUEST_TAIL_FIRST
+    (vLLM 0.33): every group's blocks in group order, reversed: group 1's tail first."""
+    groups = [make_group(FULL, 2), make_group(FULL, 2)]
+    kv = KVCacheManager(make_layout(groups, [10], max_model_len=32),
+                        CacheConfig(eviction_policy=EvictionPolicy.LRU, free_order=order))
+    request = Request("r", list(range(4)), 1)
+    assert ids(kv.allocate_slots(request, 4)) == [[1, 2], [3, 4]]
+    request.num_computed_tokens = 4
+    kv.free(request)
+    cached = [b for b in kv.pools[0]._queue if kv.pools[0].block_hash[b] is not None]
+    assert cached == ([2, 1, 4, 3] if order is FreeOrder.GROUP_BY_GROUP else [4, 3, 2, 1])
+    kv.check_integrity()
+
+
+def test_vllm_config() -> None:
+    config = CacheConfig.vllm()
+    assert (config.eviction_policy, config.sliding_retention, config.cache_timing, config.duplicate_blocks,
+            config.free_order) == (EvictionPolicy.LRU, SlidingRetention.ALL, CacheTiming.SCHEDULED,
+                                   DuplicateBlocks.KEEP, FreeOrder.GROUP_BY_GROUP)

@@ -11,14 +11,17 @@ from __future__ import annotations
 from hkv.planner.layout import Layout
 from hkv.runtime import (
     CacheConfig,
+    CacheTiming,
+    DuplicateBlocks,
     EvictionPolicy,
+    FreeOrder,
     KVCacheManager,
     Request,
     Scheduler,
     SchedulerConfig,
     SlidingRetention,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from rt_harness import FakeRunner, drive
 from rt_layouts import CHUNKED, FULL, RECURRENT, SLIDING, make_group, make_layout
@@ -75,13 +78,19 @@ def workloads(draw: st.DrawFn, max_model_len: int) -> tuple[list[Request], dict[
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), layout=layouts(), enable_caching=st.booleans(),
        policy=st.sampled_from(list(EvictionPolicy)), retention=st.sampled_from(list(SlidingRetention)),
-       num_seqs=st.integers(1, 5))
+       timing=st.sampled_from(list(CacheTiming)), duplicates=st.sampled_from(list(DuplicateBlocks)),
+       free_order=st.sampled_from(list(FreeOrder)), num_seqs=st.integers(1, 5))
 def test_random_mixes_keep_every_invariant(data: st.DataObject, layout: Layout, enable_caching: bool,
                                            policy: EvictionPolicy, retention: SlidingRetention,
-                                           num_seqs: int) -> None:
+                                           timing: CacheTiming, duplicates: DuplicateBlocks,
+                                           free_order: FreeOrder, num_seqs: int) -> None:
+    # Caching at schedule time is refused with recurrent groups (see CacheTiming).
+    assume(not (enable_caching and timing is CacheTiming.SCHEDULED
+                and any(g.kind is RECURRENT for g in layout.groups)))
     requests, turns = data.draw(workloads(layout.max_model_len))
     kv = KVCacheManager(layout, CacheConfig(enable_caching=enable_caching, eviction_policy=policy,
-                                            sliding_retention=retention))
+                                            sliding_retention=retention, cache_timing=timing,
+                                            duplicate_blocks=duplicates, free_order=free_order))
     scheduler = Scheduler(kv, SchedulerConfig(max_num_batched_tokens=layout.in_flight_tokens,
                                               max_num_seqs=num_seqs))
     new_tokens = data.draw(st.lists(st.integers(0, 999), min_size=1, max_size=6))
