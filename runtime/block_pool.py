@@ -47,6 +47,7 @@ class BlockPool:
         self._duplicates: list[dict[bytes, list[int]]] = [{} for _ in range(num_groups)]
         self._queue = FreeBlockQueue(num_blocks, range(1, num_blocks))
         self.protect_early_releases = False  # see release_early; set by group-aware eviction
+        self._protected_by: list[list[int] | None] = [None] * num_blocks  # the owner list, see release_early
 
     @property
     def num_usable_blocks(self) -> int:
@@ -138,11 +139,19 @@ class BlockPool:
         in that order (the first one is reused first). Null blocks are skipped."""
         self._release(block_ids, protect=False)
 
-    def release_early(self, block_ids: Iterable[int]) -> list[int]:
+    def release_early(self, block_ids: Iterable[int], owner: list[int]) -> None:
         """`release` blocks a request frees while it keeps running (out of its window, an old
         state). With `protect_early_releases`, cached ones that reach zero go to the protected
-        segment (evicted only after every unprotected one). Returns the blocks protected."""
-        return self._release(block_ids, protect=self.protect_early_releases)
+        segment (evicted only after every unprotected one) and are appended to `owner` (the
+        request's list of blocks it protected in this pool, see `unprotect`)."""
+        if not self.protect_early_releases:
+            self._release(block_ids, protect=False)
+            return
+        protected = self._release(block_ids, protect=True)
+        protected_by = self._protected_by
+        for block_id in protected:
+            protected_by[block_id] = owner
+        owner.extend(protected)
 
     def _release(self, block_ids: Iterable[int], protect: bool) -> list[int]:
         ref_cnt, block_hash, block_group = self.ref_cnt, self.block_hash, self.block_group
@@ -173,9 +182,12 @@ class BlockPool:
             self._queue.append_protected(block_id)
         return cached
 
-    def unprotect(self, block_ids: Iterable[int]) -> None:
-        """Move the given blocks that are still protected to the back of the main segment."""
-        self._queue.unprotect(block_ids)
+    def unprotect(self, owner: list[int]) -> None:
+        """Move the blocks `owner` protected (see release_early) that are still protected on its
+        behalf to the back of the main segment. A block it protected that was since evicted and
+        protected again by another request stays protected for that one."""
+        protected_by = self._protected_by
+        self._queue.unprotect([b for b in owner if protected_by[b] is owner])
 
     def is_protected(self, block_id: int) -> bool:
         return self._queue.is_protected(block_id)

@@ -116,7 +116,7 @@ class KindManager:
         # Tail first: a released cached block goes to the LRU back, so later positions of the
         # prefix are evicted before the earlier positions they depend on.
         released.reverse()
-        request.protected_block_ids[gid].extend(self.pool.release_early(released))
+        self.pool.release_early(released, request.protected_block_ids[gid])
         self.num_early_released_blocks += len(released) - released.count(NULL_BLOCK_ID)
         blocks[start:stop] = [NULL_BLOCK_ID] * (stop - start)
         request.num_skipped_blocks[gid] = stop

@@ -95,15 +95,39 @@ def test_early_releases_can_be_protected() -> None:
     a, b, c = pool.allocate(3, 0)
     pool.cache_block(a, H1, 0)
     pool.cache_block(b, H2, 0)
-    assert pool.release_early([a]) == []  # not protecting: an ordinary release
+    owner: list[int] = []
+    pool.release_early([a], owner)
+    assert owner == []  # not protecting: an ordinary release
     pool.protect_early_releases = True
-    assert pool.release_early([b, c]) == [b]  # c is uncached: plain free, front
+    pool.release_early([b, c], owner)
+    assert owner == [b]  # c is uncached: plain free, front
     assert list(pool._queue) == [c, 4, 5, a, b] and pool.is_protected(b)
     assert (pool.num_free_blocks, pool.num_unprotected_free_blocks, pool.num_protected_blocks) == (5, 4, 1)
     assert pool.allocate(4, 0) == [c, 4, 5, a]  # the protected block goes last
-    pool.unprotect([b])
+    pool.unprotect(owner)
     assert not pool.is_protected(b) and pool.num_unprotected_free_blocks == 1
     pool.check_integrity([(c, 0), (4, 0), (5, 0), (a, 0)])
+
+
+def test_unprotect_leaves_blocks_protected_since_by_another_owner() -> None:
+    """A block one request protected, evicted, reallocated and protected again by a second
+    request stays protected when the first request stops (a stale id of its list)."""
+    pool = BlockPool(0, 3, num_groups=1)
+    pool.protect_early_releases = True
+    first: list[int] = []
+    second: list[int] = []
+    a, b = pool.allocate(2, 0)
+    pool.cache_block(a, H1, 0)
+    pool.release_early([a], first)
+    assert first == [a] and pool.is_protected(a)
+    assert pool.allocate(1, 0) == [a]  # the only free block: evicted although protected
+    pool.cache_block(a, H2, 0)
+    pool.release_early([a], second)
+    pool.unprotect(first)
+    assert pool.is_protected(a)
+    pool.unprotect(second)
+    assert not pool.is_protected(a)
+    pool.check_integrity([(b, 0)])
 
 
 @pytest.mark.parametrize(("corrupt", "message"), [
