@@ -2,7 +2,8 @@
 
     h_0 = H(0x00 | tokens[0:hb] | extra)        h_i = H(0x01 | h_{i-1} | tokens[i*hb:(i+1)*hb])
 
-H is BLAKE2b with a 16-byte (128-bit) digest; token ids are packed as little-endian int64, so
+H is BLAKE2b with a 16-byte (128-bit) digest; token ids are little-endian int64 (Request stores
+them as an int64 array: its bytes, byte-swapped on a big-endian host), so
 hashes are equal across processes and machines (no Python `hash()`). `extra` (a cache salt)
 only enters the first block, which makes every later hash of the chain depend on it.
 
@@ -14,11 +15,14 @@ size k * hash_block_size) names its block i by the fine hash at the block's end,
 from __future__ import annotations
 
 import struct
+import sys
 from hashlib import blake2b
 
 from hkv.runtime.request import Request
 
 DIGEST_BYTES = 16
+_NEXT_PREFIX = blake2b(b"\x01", digest_size=DIGEST_BYTES)  # copied per block: H(0x01 | ...)
+_BIG_ENDIAN = sys.byteorder == "big"  # token bytes are little-endian int64 everywhere
 
 
 def first_block_hash(token_bytes: bytes, cache_salt: str | None) -> bytes:
@@ -58,8 +62,10 @@ class BlockHasher:
         start = len(hashes)
         if start >= num_full:
             return
-        new_tokens = request.token_ids[start * size:num_full * size]
-        token_bytes = struct.pack(f"<{len(new_tokens)}q", *new_tokens)
+        new_tokens = request.token_ids[start * size:num_full * size]  # int64 array
+        if _BIG_ENDIAN:
+            new_tokens.byteswap()
+        token_bytes = new_tokens.tobytes()
         step = size * 8
         first = 0
         if start == 0:
@@ -68,8 +74,10 @@ class BlockHasher:
             first = step
         else:
             parent = hashes[-1]
-        # Inlined next_block_hash: one C call per block.
+        # Inlined next_block_hash: copy a hasher primed with the 0x01 tag, one update per block.
+        copy = _NEXT_PREFIX.copy
         for offset in range(first, len(token_bytes), step):
-            parent = blake2b(b"\x01" + parent + token_bytes[offset:offset + step],
-                             digest_size=DIGEST_BYTES).digest()
+            hasher = copy()
+            hasher.update(parent + token_bytes[offset:offset + step])
+            parent = hasher.digest()
             hashes.append(parent)

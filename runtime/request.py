@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from enum import Enum
 
@@ -23,6 +24,8 @@ class Request:
     `steady_until_*` bounds;
     the scheduler owns the rest.
     `block_hashes` holds one hash per full hash block, appended incrementally (see block_hash.py).
+    `token_ids` is an int64 array (no Python int per token; an int64 array prompt is copied with
+    one memcpy).
     """
 
     __slots__ = (
@@ -46,7 +49,7 @@ class Request:
         if max_output_len < 1:
             raise ValueError(f"request {request_id}: max_output_len must be >= 1, got {max_output_len}")
         self.request_id = request_id
-        self.token_ids: list[int] = list(prompt_token_ids)
+        self.token_ids = array("q", prompt_token_ids)
         self.num_prompt_tokens = len(self.token_ids)
         self.max_output_len = max_output_len
         self.cache_salt = cache_salt

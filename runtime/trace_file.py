@@ -88,7 +88,7 @@ def _build(rows: list[tuple[int, dict[str, Any]]]) -> list[WorkloadRequest]:
     out = []
     for index, (number, row) in enumerate(sorted(rows, key=lambda r: (r[1]["arrival"], r[0]))):
         if "prompt_tokens" in row:
-            prompt = array("i", row["prompt_tokens"])
+            prompt = array("q", row["prompt_tokens"])
         else:
             n = row["prompt_len"]
             prompt = tokens.fresh(n)

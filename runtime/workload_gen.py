@@ -1,7 +1,8 @@
 """Expand a WorkloadSpec into WorkloadRequests (deterministic for a seed).
 
 Token ids only need to be equal where content is shared, so unique text is a fresh run of
-consecutive ids (`array('i', range(...))`, built at C speed) and shared text reuses an array.
+consecutive ids (`array('q', range(...))`, built at C speed) and shared text reuses an array.
+Arrays are int64, Request's storage type, so a Request copies its prompt with one memcpy.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class _TokenSource:
     def fresh(self, n: int) -> array:
         if self._next + n >= _INT32_LIMIT:
             self._next = 1
-        run = array("i", range(self._next, self._next + n))
+        run = array("q", range(self._next, self._next + n))
         self._next += n
         return run
 
@@ -89,7 +90,7 @@ def _sessions(spec: WorkloadSpec, rng: random.Random, tokens: _TokenSource) -> l
     num_sessions, turns = spec.count("sessions"), spec.count("turns")
     prompt, output = spec.length_range("prompt"), spec.length_range("output")
     arrivals = _arrivals(spec, num_sessions * turns, rng)
-    history: list[array] = [array("i") for _ in range(num_sessions)]
+    history: list[array] = [array("q") for _ in range(num_sessions)]
     last_index: list[int | None] = [None] * num_sessions
     out = []
     for turn in range(turns):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class WorkloadRequest:
-    """`prompt_token_ids` / `output_token_ids` are int32 arrays (cheap to build and hash).
+    """`prompt_token_ids` / `output_token_ids` are int64 arrays (cheap to build, copy and hash).
 
     `depends_on` is the index of an earlier request that must finish first (the previous turn of
     a session, whose prompt and output this prompt resends); the request arrives at

@@ -66,7 +66,7 @@ def test_one_prefix_goes_as_a_whole(policy: EvictionPolicy, expected_hits: tuple
     pool = kv.pools[0]
     num_cached = sum(h is not None for h in pool.block_hash)
     assert num_cached == 6 and pool.num_protected_blocks == 0  # 2 checkpoints + 2 x 2 full blocks
-    a_next, b_next = Request("a2", a.token_ids + [1], 1), Request("b2", b.token_ids + [1], 1)
+    a_next, b_next = Request("a2", [*a.token_ids, 1], 1), Request("b2", [*b.token_ids, 1], 1)
     assert (kv.get_computed_blocks(a_next).num_tokens, kv.get_computed_blocks(b_next).num_tokens) == (8, 8)
     # An unrelated request takes every uncached block and 2 cached ones (1 state block and
     # num_uncached + 1 full blocks).

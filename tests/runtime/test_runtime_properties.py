@@ -99,7 +99,7 @@ def test_random_mixes_keep_every_invariant(data: st.DataObject, layout: Layout, 
         session, turn = done.request_id.split("-t")
         if int(turn) >= turns[session]:
             return []
-        prompt = done.token_ids + new_tokens
+        prompt = [*done.token_ids, *new_tokens]
         if len(prompt) + MAX_OUTPUT > layout.max_model_len:
             return []
         return [Request(f"{session}-t{int(turn) + 1}", prompt, MAX_OUTPUT, cache_salt=done.cache_salt)]

@@ -45,7 +45,7 @@ def test_chunked_prefill_then_decode_then_finish() -> None:
     # Prefill 4 + 4 + 2 (the last chunk samples the first token), then one decode.
     assert [shape(o) for o in outputs[:4]] == [[("a", 0, 4)], [("a", 4, 4)], [("a", 8, 2)], [("a", 10, 1)]]
     assert [e.emits_token for o in outputs[:4] for e in o.scheduled] == [False, False, True, True]
-    assert request.status is RequestStatus.FINISHED and request.token_ids[10:] == [7, 7]
+    assert request.status is RequestStatus.FINISHED and list(request.token_ids[10:]) == [7, 7]
     assert outputs[4].finished_request_ids == ("a",) and outputs[4].is_empty
     assert scheduler.kv.usage == 0.0
 
