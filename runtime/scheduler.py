@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from hkv.runtime.errors import OutOfBlocksError, RequestTooLongError
 from hkv.runtime.kv_cache_manager import KVCacheManager, NewBlocks
 from hkv.runtime.request import Request, RequestStatus
 from hkv.runtime.scheduler_output import ScheduledRequest, SchedulerOutput
+
+_new_entry = partial(tuple.__new__, ScheduledRequest)  # ScheduledRequest from one tuple, at C speed
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class Scheduler:
         self._num_sent: dict[str, list[int]] = {}  # per running request: table lengths sent
         self._finished_ids: list[str] = []
         self._empty_block_ids = tuple(() for _ in range(kv_cache_manager.num_groups))
+        # The last output of `schedule` and its requests, entry by entry (for update_from_output).
+        self._last_output: SchedulerOutput | None = None
+        self._last_requests: list[Request] = []
 
     @property
     def has_unfinished_requests(self) -> bool:
@@ -67,29 +73,37 @@ class Scheduler:
     def schedule(self) -> SchedulerOutput:
         """Pick this step's requests and token counts and allocate their slots."""
         budget = self.config.max_num_batched_tokens
-        kv = self.kv
+        allocate_slots = self.kv.allocate_slots
         entries: list[ScheduledRequest] = []
+        requests: list[Request] = []  # entry by entry
         preempted: list[str] = []
+        running = self.running
+        chunked = self._state_block_size is not None
+        entry = self._entry
         i = 0
-        while i < len(self.running) and budget > 0:
-            request = self.running[i]
-            num_new = self._chunk_len(request.num_computed_tokens,
-                                      min(len(request.token_ids) - request.num_computed_tokens, budget))
-            new_blocks = kv.allocate_slots(request, num_new)
+        while i < len(running) and budget > 0:
+            request = running[i]
+            num_new = len(request.token_ids) - request.num_computed_tokens
+            if num_new > budget:
+                num_new = budget
+            if chunked:
+                num_new = self._chunk_len(request.num_computed_tokens, num_new)
+            new_blocks = allocate_slots(request, num_new)
             while new_blocks is None:
-                victim = self.running.pop()
+                victim = running.pop()
                 self._preempt(victim)
                 preempted.append(victim.request_id)
                 if victim is request:
                     break
-                new_blocks = kv.allocate_slots(request, num_new)
+                new_blocks = allocate_slots(request, num_new)
             if new_blocks is None:
                 break
-            entries.append(self._entry(request, num_new, new_blocks))
+            entries.append(entry(request, num_new, new_blocks))
+            requests.append(request)
             budget -= num_new
             i += 1
         if not preempted:
-            budget = self._admit(budget, entries)
+            budget = self._admit(budget, entries, requests)
         if not entries and not self.running and self.waiting:
             head = self.waiting[0]
             raise OutOfBlocksError(f"request {head.request_id} ({head.num_tokens} tokens) does not fit "
@@ -99,9 +113,10 @@ class Scheduler:
                                  tuple(self._finished_ids))
         self._finished_ids = []
         self.num_steps += 1
+        self._last_output, self._last_requests = output, requests
         return output
 
-    def _admit(self, budget: int, entries: list[ScheduledRequest]) -> int:
+    def _admit(self, budget: int, entries: list[ScheduledRequest], requests: list[Request]) -> int:
         kv = self.kv
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
             request = self.waiting[0]
@@ -121,13 +136,20 @@ class Scheduler:
             self.running.append(request)
             self._num_sent.pop(request.request_id, None)
             entries.append(self._entry(request, num_new, new_blocks))
+            requests.append(request)
             budget -= num_new
         return budget
 
     def _entry(self, request: Request, num_new: int, new_blocks: NewBlocks) -> ScheduledRequest:
         start = request.num_computed_tokens
-        tables = request.block_ids
+        stop = start + num_new
+        token_ids = request.token_ids
         sent = self._num_sent.get(request.request_id)
+        if (sent is not None and new_blocks is self.kv.no_new_blocks and num_new == 1
+                and not request.state_copies):  # a decode step that needs nothing new: most steps
+            return _new_entry((request.request_id, (token_ids[start],), range(start, stop), False,
+                               self._empty_block_ids, (), stop == len(token_ids)))
+        tables = request.block_ids
         if sent is None:
             is_new = True
             block_ids = tuple(tuple(t) for t in tables)
@@ -143,9 +165,8 @@ class Scheduler:
         if request.state_copies:
             copies = tuple(request.state_copies)
             request.state_copies.clear()
-        return ScheduledRequest(request.request_id, tuple(request.token_ids[start:start + num_new]),
-                                range(start, start + num_new), is_new, block_ids, copies,
-                                start + num_new == len(request.token_ids))
+        return _new_entry((request.request_id, tuple(token_ids[start:stop]), range(start, stop), is_new,
+                           block_ids, copies, stop == len(token_ids)))
 
     def _preempt(self, request: Request) -> None:
         self.kv.free(request)
@@ -163,14 +184,19 @@ class Scheduler:
         length or max_model_len. Returns the requests finished by this call."""
         finished = []
         max_model_len = self.kv.max_model_len
-        by_id = {r.request_id: r for r in self.running}
-        for entry in output.scheduled:
-            request = by_id[entry.request_id]
-            request.num_computed_tokens += entry.num_tokens
+        if output is self._last_output:
+            requests = self._last_requests
+        else:
+            by_id = {r.request_id: r for r in self.running}
+            requests = [by_id[entry.request_id] for entry in output.scheduled]
+        self._last_output, self._last_requests = None, []
+        for entry, request in zip(output.scheduled, requests, strict=True):
+            request.num_computed_tokens += len(entry.positions)
             if not entry.emits_token:
                 continue
-            request.append_output_token(sampled_token_ids[entry.request_id])
-            num_tokens = len(request.token_ids)
+            token_ids = request.token_ids
+            token_ids.append(sampled_token_ids[entry.request_id])
+            num_tokens = len(token_ids)
             if (num_tokens - request.num_prompt_tokens >= request.max_output_len
                     or num_tokens >= max_model_len):
                 finished.append(request)

@@ -12,6 +12,7 @@ import heapq
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import add
 
 from hkv.planner.layout import Layout
 from hkv.runtime.cache_config import CacheConfig
@@ -56,7 +57,9 @@ class Simulator:
         self._blocks_peak = [0] * num_groups
         self._wall_s = 0.0
         self._interrupted = False
-        self._managers = self.kv.coordinator.managers
+        self._pools = list(self.kv.pools.values())
+        self._in_use_counts = [pool.num_in_use_by_group for pool in self._pools]  # live lists
+        self._num_usable = sum(pool.num_usable_blocks for pool in self._pools)
 
     def run(self, progress: ProgressFn | None = None) -> SimulationReport:
         start = time.perf_counter()
@@ -82,13 +85,14 @@ class Simulator:
         index_of = {wr.request_id: i for i, wr in enumerate(workload)}
         total = len(workload)
         scheduler = self.scheduler
-        live: dict[str, Request] = {}
+        live: dict[str, tuple[Request, Sequence[int]]] = {}  # request, its planned output tokens
         while ready or scheduler.has_unfinished_requests:
             while ready and ready[0][0] <= self.now_s:
                 _, i = heapq.heappop(ready)
                 wr = workload[i]
-                live[wr.request_id] = Request(wr.request_id, wr.prompt_token_ids, wr.output_len)
-                scheduler.add_request(live[wr.request_id])
+                request = Request(wr.request_id, wr.prompt_token_ids, wr.output_len)
+                live[wr.request_id] = (request, wr.output_token_ids)
+                scheduler.add_request(request)
             if not scheduler.has_unfinished_requests:
                 self.now_s = ready[0][0]
                 continue
@@ -96,9 +100,9 @@ class Simulator:
             sampled = {}
             for entry in output.scheduled:
                 if entry.emits_token:
-                    req = live[entry.request_id]
-                    sampled[entry.request_id] = workload[index_of[entry.request_id]].output_token_ids[
-                        req.num_output_tokens]
+                    request_id = entry.request_id
+                    req, planned = live[request_id]
+                    sampled[request_id] = planned[len(req.token_ids) - req.num_prompt_tokens]
             finished = scheduler.update_from_output(output, sampled)
             self.now_s += cfg.step_base_s + cfg.step_per_token_s * output.num_batched_tokens
             self._record(output.num_batched_tokens)
@@ -119,15 +123,20 @@ class Simulator:
         self._tokens += num_batched_tokens
         running = len(self.scheduler.running)
         self._running_sum += running
-        self._running_peak = max(self._running_peak, running)
-        in_use = [m.pool.num_in_use_by_group[m.group_id] for m in self._managers]
-        for g, n in enumerate(in_use):
-            self._blocks_sum[g] += n
-            if n > self._blocks_peak[g]:
-                self._blocks_peak[g] = n
-        usage = self.kv.usage
+        if running > self._running_peak:
+            self._running_peak = running
+        # Per group blocks in use: each pool counts its own groups (0 for the others).
+        counts = self._in_use_counts
+        in_use = counts[0] if len(counts) == 1 else list(map(sum, zip(*counts)))
+        self._blocks_sum = list(map(add, self._blocks_sum, in_use))
+        self._blocks_peak = list(map(max, self._blocks_peak, in_use))
+        free = 0
+        for pool in self._pools:
+            free += pool.num_free_blocks
+        usage = 1.0 - free / self._num_usable if self._num_usable else 0.0
         self._usage_sum += usage
-        self._usage_peak = max(self._usage_peak, usage)
+        if usage > self._usage_peak:
+            self._usage_peak = usage
 
     def report(self) -> SimulationReport:
         stats = self.kv.stats()
