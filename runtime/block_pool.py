@@ -229,6 +229,18 @@ class BlockPool:
             num_cached += 1
         return num_cached
 
+    def num_held_or_protected(self, block_ids: Sequence[int]) -> int:
+        """How many of the non-null `block_ids` (nulls leading, as in a hit) are in use or
+        protected (counted with C-level maps)."""
+        first = block_ids.count(NULL_BLOCK_ID)
+        if first == len(block_ids):
+            return 0
+        blocks = block_ids[first:]
+        num_free = list(map(self.ref_cnt.__getitem__, blocks)).count(0)
+        if not num_free or not self._queue.num_protected:
+            return len(blocks) - num_free
+        return len(blocks) - num_free + self._queue.count_protected(blocks)
+
     def is_cached_free(self, block_id: int) -> bool:
         return self.ref_cnt[block_id] == 0 and self.block_hash[block_id] is not None
 

@@ -64,6 +64,9 @@ class FreeBlockQueue:
     def is_protected(self, block_id: int) -> bool:
         return self._segment[block_id] == PROTECTED
 
+    def count_protected(self, block_ids: Iterable[int]) -> int:
+        return bytes(map(self._segment.__getitem__, block_ids)).count(PROTECTED)
+
     def append(self, block_id: int) -> None:
         """Queue `block_id` at the back of the main segment. It must not be queued."""
         self.extend((block_id,))

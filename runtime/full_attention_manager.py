@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from itertools import takewhile
+
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.runtime.kind_manager import IsCached, KindManager
 
@@ -23,3 +26,14 @@ class FullAttentionManager(KindManager):
         while pos < num_blocks and is_cached(pos):
             pos += 1
         return pos * self.block_size // alignment * alignment
+
+    def longest_hit_len_in(self, maps: Sequence[Mapping[bytes, int]], block_hashes: Sequence[bytes],
+                           max_len: int, alignment: int) -> int:
+        """The leading run of positions cached in every map (the shortest of the maps' runs)."""
+        stride = self.hash_stride
+        hashes = block_hashes[stride - 1:max_len // self.block_size * stride:stride]
+        run = len(hashes)
+        for cached in maps:
+            if run:
+                run = len(list(takewhile(cached.__contains__, hashes if run == len(hashes) else hashes[:run])))
+        return run * self.block_size // alignment * alignment

@@ -12,7 +12,8 @@ blocks [num_skipped_blocks(p), p // block_size) to be cached in this group.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from itertools import takewhile
 from typing import ClassVar
 
 from hkv.model_specs.cache_spec import CacheKind
@@ -77,6 +78,29 @@ class KindManager:
                 return end * size
             end = pos // step * step
             pos = end - 1
+        return 0
+
+    def longest_hit_len_in(self, maps: Sequence[Mapping[bytes, int]], block_hashes: Sequence[bytes],
+                           max_len: int, alignment: int) -> int:
+        """`longest_hit_len` where block position p is cached iff its hash,
+        block_hashes[(p + 1) * hash_stride - 1], is a key of every map: the same scan, each
+        candidate's window probed from its end by C-level takewhile runs (the coordinator's
+        lookup; `block_hashes` must cover max_len tokens)."""
+        size = self.block_size
+        step = alignment // size
+        stride = self.hash_stride
+        end = max_len // alignment * step
+        while end > 0:
+            first = self.num_skipped_blocks(end * size)
+            window = block_hashes[(first + 1) * stride - 1:end * stride:stride]  # positions first..end-1
+            num = len(window)
+            run = num  # trailing positions cached in every map so far
+            for cached in maps:
+                if run:
+                    run = len(list(takewhile(cached.__contains__, reversed(window[num - run:]))))
+            if run == num:
+                return end * size
+            end = (first + num - 1 - run) // step * step  # below the last miss
         return 0
 
     def hit_first_block(self, hit_len: int) -> int:

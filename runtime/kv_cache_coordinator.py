@@ -20,7 +20,7 @@ from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.cache_config import CacheConfig
 from hkv.runtime.chunked_local_manager import ChunkedLocalManager
 from hkv.runtime.full_attention_manager import FullAttentionManager
-from hkv.runtime.kind_manager import IsCached, KindManager
+from hkv.runtime.kind_manager import KindManager
 from hkv.runtime.recurrent_state_manager import RecurrentStateManager
 from hkv.runtime.request import Request
 from hkv.runtime.sliding_window_manager import SlidingWindowManager
@@ -40,24 +40,10 @@ class _LookupBatch:
 
     def __init__(self, managers: list[KindManager]) -> None:
         self.manager = managers[0]
-        self.maps = [m.pool.cached_map(m.group_id) for m in managers]
-        self.stride = self.manager.hash_stride
+        self.maps = [m.pool.cached_map(m.group_id) for m in managers]  # live maps, read only
 
-    def is_cached_fn(self, block_hashes: list[bytes]) -> IsCached:
-        stride, first, rest = self.stride, self.maps[0], self.maps[1:]
-        if not rest:
-            return lambda pos: block_hashes[(pos + 1) * stride - 1] in first
-
-        def is_cached(pos: int) -> bool:
-            block_hash = block_hashes[(pos + 1) * stride - 1]
-            if block_hash not in first:
-                return False
-            for cached in rest:
-                if block_hash not in cached:
-                    return False
-            return True
-
-        return is_cached
+    def longest_hit_len(self, block_hashes: list[bytes], max_len: int, alignment: int) -> int:
+        return self.manager.longest_hit_len_in(self.maps, block_hashes, max_len, alignment)
 
 
 def _batch_key(group: KVCacheGroup) -> tuple[object, ...]:
@@ -96,7 +82,7 @@ class KVCacheCoordinator:
         alignment = self.hit_alignment
         hit = max_len // alignment * alignment
         for batch in self._closed_batches:
-            hit = batch.manager.longest_hit_len(batch.is_cached_fn(block_hashes), hit, alignment)
+            hit = batch.longest_hit_len(block_hashes, hit, alignment)
         return hit
 
     def find_longest_cache_hit(self, block_hashes: list[bytes], max_len: int,
@@ -113,10 +99,9 @@ class KVCacheCoordinator:
             hit = min(max_len, closed_len) // alignment * alignment
         batches = self._open_batches
         num_batches = len(batches)
-        fns = [b.is_cached_fn(block_hashes) for b in batches]
         num_accepting, i = 0, 0
         while num_accepting < num_batches and hit > 0:
-            lowered = batches[i].manager.longest_hit_len(fns[i], hit, alignment)
+            lowered = batches[i].longest_hit_len(block_hashes, hit, alignment)
             if lowered == hit:
                 num_accepting += 1
             else:
@@ -131,8 +116,8 @@ class KVCacheCoordinator:
             first = m.hit_first_block(hit_len)
             cached, stride = m.pool.cached_map(m.group_id), m.hash_stride
             blocks = [NULL_BLOCK_ID] * first
-            blocks.extend(cached[block_hashes[(pos + 1) * stride - 1]]
-                          for pos in range(first, hit_len // m.block_size))
+            blocks.extend(map(cached.__getitem__,
+                              block_hashes[(first + 1) * stride - 1:hit_len // m.block_size * stride:stride]))
             result.append(blocks)
         return tuple(result)
 

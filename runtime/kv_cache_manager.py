@@ -120,9 +120,7 @@ class KVCacheManager:
         for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
             need = m.group.blocks_per_request(seq_len, self.in_flight_tokens)
             if computed is not None:
-                ref_cnt, is_protected = m.pool.ref_cnt, m.pool.is_protected
-                need -= sum(1 for b in computed.block_ids[m.group_id]
-                            if b != NULL_BLOCK_ID and (ref_cnt[b] > 0 or is_protected(b)))
+                need -= m.pool.num_held_or_protected(computed.block_ids[m.group_id])
             needs[pool_index] += max(0, need)
         return coordinator.fits_unprotected(needs)
 

@@ -48,7 +48,16 @@ def lone_manager(group: KVCacheGroup):
 
 
 def hit_len(manager, cached_positions: set[int], max_len: int, alignment: int) -> int:
-    return manager.longest_hit_len(cached_positions.__contains__, max_len, alignment)
+    """The manager's hit rule through both scans (the reference one over a predicate and the
+    coordinator's one over hash maps), which must agree."""
+    expected = manager.longest_hit_len(cached_positions.__contains__, max_len, alignment)
+    stride = manager.hash_stride
+    num_positions = max_len // manager.block_size + 1
+    block_hashes = [b"%d-%d" % divmod(i, stride) for i in range(num_positions * stride)]
+    cached = {block_hashes[(p + 1) * stride - 1]: p for p in cached_positions if p < num_positions}
+    assert manager.longest_hit_len_in([cached], block_hashes, max_len, alignment) == expected
+    assert manager.longest_hit_len_in([cached, dict(cached)], block_hashes, max_len, alignment) == expected
+    return expected
 
 
 def ids(blocks_per_group) -> list[list[int]]:
