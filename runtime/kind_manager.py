@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import takewhile
+from operator import and_
 from typing import ClassVar
 
 from hkv.model_specs.cache_spec import CacheKind
@@ -32,6 +33,9 @@ class KindManager:
     # True when the accepted hit lengths are downward closed (a hit of p implies every shorter
     # aligned hit): the coordinator then evaluates the lookup once instead of per candidate.
     hits_downward_closed: ClassVar[bool] = False
+    # True when every hit of p > 0 needs the block before p (num_skipped_blocks(p) < p / size);
+    # set by the kinds where it holds, it lets longest_hit_len_in skip candidates.
+    nonempty_windows: bool = False
 
     def __init__(self, group: KVCacheGroup, group_id: int, pool: BlockPool, hash_block_size: int,
                  config: CacheConfig) -> None:
@@ -83,25 +87,44 @@ class KindManager:
     def longest_hit_len_in(self, maps: Sequence[Mapping[bytes, int]], block_hashes: Sequence[bytes],
                            max_len: int, alignment: int) -> int:
         """`longest_hit_len` where block position p is cached iff its hash,
-        block_hashes[(p + 1) * hash_stride - 1], is a key of every map: the same scan, each
-        candidate's window probed from its end by C-level takewhile runs (the coordinator's
-        lookup; `block_hashes` must cover max_len tokens)."""
+        block_hashes[(p + 1) * hash_stride - 1], is a key of every map (the coordinator's lookup;
+        `block_hashes` must cover max_len tokens). Same result, the longest accepted length,
+        found at C speed: the first candidate's window is probed from its end by takewhile runs;
+        past a miss, cached flags of the positions below it are computed once and each next
+        candidate is checked by one rfind. When no window is ever empty (`nonempty_windows`), a
+        candidate whose last position misses is skipped: the next one ends just after the last
+        cached position below the previous miss."""
         size = self.block_size
         step = alignment // size
         stride = self.hash_stride
         end = max_len // alignment * step
-        while end > 0:
-            first = self.num_skipped_blocks(end * size)
-            window = block_hashes[(first + 1) * stride - 1:end * stride:stride]  # positions first..end-1
-            num = len(window)
-            run = num  # trailing positions cached in every map so far
-            for cached in maps:
-                if run:
-                    run = len(list(takewhile(cached.__contains__, reversed(window[num - run:]))))
-            if run == num:
+        if end <= 0:
+            return 0
+        first = self.num_skipped_blocks(end * size)
+        last = end * stride - 1
+        run = end - first  # trailing positions of the window cached in every map so far
+        for cached in maps:
+            if run:
+                run = len(list(takewhile(cached.__contains__, map(
+                    block_hashes.__getitem__, range(last, last - run * stride, -stride)))))
+        if run == end - first:
+            return end * size
+        miss = end - 1 - run
+        hashes = block_hashes[stride - 1:miss * stride:stride]  # positions 0 .. miss - 1
+        flags = bytes(map(maps[0].__contains__, hashes))
+        for cached in maps[1:]:
+            flags = bytes(map(and_, flags, map(cached.__contains__, hashes)))
+        nonempty_windows = self.nonempty_windows
+        while True:
+            if nonempty_windows:  # candidates ending after the last cached position hold a miss
+                end = (flags.rfind(1, 0, miss) + 1) // step * step
+            else:
+                end = miss // step * step
+            if end <= 0:
+                return 0
+            miss = flags.rfind(0, self.num_skipped_blocks(end * size), end)
+            if miss < 0:
                 return end * size
-            end = (first + num - 1 - run) // step * step  # below the last miss
-        return 0
 
     def hit_first_block(self, hit_len: int) -> int:
         """Blocks before this position are the null block in a hit of `hit_len` tokens."""

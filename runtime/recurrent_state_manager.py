@@ -37,6 +37,7 @@ class RecurrentStateManager(KindManager):
             raise ValueError(f"recurrent group {group_id} needs num_state_blocks >= 1, "
                              f"got {group.num_state_blocks}")
         self.num_state_blocks = group.num_state_blocks
+        self.nonempty_windows = True  # a hit needs the checkpoint block just before it
 
     def num_skipped_blocks(self, num_computed: int) -> int:
         return max(0, cdiv(num_computed, self.block_size) - 1)

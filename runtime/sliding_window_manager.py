@@ -25,6 +25,7 @@ class SlidingWindowManager(KindManager):
         if window is None or window < 1:
             raise ValueError(f"sliding group {group_id} needs window_len >= 1, got {window}")
         self.window_len: int = window
+        self.nonempty_windows = window > 1  # W - 1 >= 1 token before p is needed
 
     def num_skipped_blocks(self, num_computed: int) -> int:
         return max(0, num_computed - self.window_len + 1) // self.block_size
