@@ -126,6 +126,10 @@ class KindManager:
             if miss < 0:
                 return end * size
 
+    def max_hit_blocks(self, max_len: int) -> int:
+        """Most non-null blocks a hit of at most `max_len` tokens holds in this group."""
+        return max_len // self.block_size
+
     def hit_first_block(self, hit_len: int) -> int:
         """Blocks before this position are the null block in a hit of `hit_len` tokens."""
         return self.num_skipped_blocks(hit_len) if hit_len else 0

@@ -91,8 +91,13 @@ class KVCacheManager:
         num_tokens - 1 tokens (the last token is recomputed for its logits). Reads only: no
         reference is taken until `allocate_slots` adopts the hit (it only notes, on the request,
         where a later hit may land). Empty when caching is off."""
+        return self.hit_blocks(request, self.find_hit_len(request))
+
+    def find_hit_len(self, request: Request) -> int:
+        """The length of `get_computed_blocks`'s hit (its lookup, with the same note on the
+        request), without building the hit's block lists."""
         if not self.enable_caching:
-            return self._empty_hit
+            return 0
         self.hasher.extend(request)
         max_len = min(request.num_tokens - 1, self.max_model_len)
         coordinator = self.coordinator
@@ -101,6 +106,10 @@ class KVCacheManager:
         # Full attention reaches further than the hybrid hit: a shared-prefix junction where the
         # other groups should keep what a later hit needs (SlidingRetention.HIT_POINTS).
         request.expected_hit_lens = [closed_len] if closed_len > hit_len else []
+        return hit_len
+
+    def hit_blocks(self, request: Request, hit_len: int) -> ComputedBlocks:
+        """The hit of `hit_len` tokens that `find_hit_len` just found for the request."""
         if hit_len == 0:
             return self._empty_hit
         return ComputedBlocks(self.coordinator.hit_blocks(request.block_hashes, hit_len), hit_len)
@@ -123,6 +132,26 @@ class KVCacheManager:
                 need -= m.pool.num_held_or_protected(computed.block_ids[m.group_id])
             needs[pool_index] += max(0, need)
         return coordinator.fits_unprotected(needs)
+
+    def admission_blocked(self, request: Request, hit_len: int | None = None) -> bool:
+        """True when `can_admit` fails for this request whatever its prefix hit (`hit_len` None:
+        any hit `get_computed_blocks` may find) or with any blocks for a hit of `hit_len`
+        tokens: the gate already fails when every non-null block of that hit is discounted (held
+        by others). Reads only; cheap, so a scheduler may call it before the lookup (and before
+        building the hit's blocks) of a request that waits."""
+        seq_len = min(request.num_tokens, self.max_model_len)
+        max_len = min(request.num_tokens - 1, self.max_model_len) if self.enable_caching else 0
+        coordinator = self.coordinator
+        needs = [0] * len(coordinator.pool_list)
+        for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
+            if hit_len is None:
+                discount = m.max_hit_blocks(max_len)
+            else:
+                discount = hit_len // m.block_size - m.hit_first_block(hit_len)
+            need = m.group.blocks_per_request(seq_len, self.in_flight_tokens) - discount
+            if need > 0:
+                needs[pool_index] += need
+        return not coordinator.fits_unprotected(needs)
 
     def allocate_slots(
         self,

@@ -42,6 +42,9 @@ class RecurrentStateManager(KindManager):
     def num_skipped_blocks(self, num_computed: int) -> int:
         return max(0, cdiv(num_computed, self.block_size) - 1)
 
+    def max_hit_blocks(self, max_len: int) -> int:
+        return min(1, max_len // self.block_size)  # the checkpoint at the hit
+
     def next_release_len(self, num_computed: int) -> int | None:
         return (self.num_skipped_blocks(num_computed) + 1) * self.block_size + 1
 

@@ -120,7 +120,14 @@ class Scheduler:
         kv = self.kv
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
             request = self.waiting[0]
-            computed = kv.get_computed_blocks(request)
+            # kv.get_computed_blocks, skipping what a request that cannot be admitted needs not
+            # (can_admit would fail whatever the hit, or whatever the blocks of its hit).
+            if kv.admission_blocked(request):
+                break
+            hit_len = kv.find_hit_len(request)
+            if kv.admission_blocked(request, hit_len):
+                break
+            computed = kv.hit_blocks(request, hit_len)
             num_new = request.num_tokens - computed.num_tokens
             if num_new > budget and not self.config.enable_chunked_prefill:
                 break

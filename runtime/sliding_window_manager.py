@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.layout import KVCacheGroup
+from hkv.planner.layout import KVCacheGroup, cdiv
 from hkv.runtime.block_pool import BlockPool
 from hkv.runtime.cache_config import CacheConfig, SlidingRetention
 from hkv.runtime.kind_manager import KindManager
@@ -29,6 +29,9 @@ class SlidingWindowManager(KindManager):
 
     def num_skipped_blocks(self, num_computed: int) -> int:
         return max(0, num_computed - self.window_len + 1) // self.block_size
+
+    def max_hit_blocks(self, max_len: int) -> int:
+        return min(max_len // self.block_size, cdiv(self.window_len - 1, self.block_size))
 
     def next_release_len(self, num_computed: int) -> int | None:
         return (self.num_skipped_blocks(num_computed) + 1) * self.block_size + self.window_len - 1
