@@ -93,6 +93,19 @@ def check_held_bounds(kv: KVCacheManager, output: SchedulerOutput, requests: dic
                 assert held <= layout_bound, f"group {m.group_id} holds {held} > layout {layout_bound}"
 
 
+def check_admission_bounds(scheduler: Scheduler) -> None:
+    """The scheduler's shortcuts for a waiting request are sound: admission_blocked only when
+    can_admit fails for the hit get_computed_blocks finds (reads only)."""
+    if not scheduler.waiting:
+        return
+    kv, head = scheduler.kv, scheduler.waiting[0]
+    blocked_any = kv.admission_blocked(head)
+    hit_len = kv.find_hit_len(head)
+    blocked_hit = kv.admission_blocked(head, hit_len)
+    admissible = kv.can_admit(head, kv.hit_blocks(head, hit_len))
+    assert not (admissible and (blocked_any or blocked_hit)), (head, hit_len, blocked_any, blocked_hit)
+
+
 def drive(scheduler: Scheduler, requests: list[Request], *, runner: FakeRunner | None = None,
           seed: int = 0, max_steps: int = 10_000,
           on_finish: Callable[[Request], list[Request]] | None = None) -> int:
@@ -108,6 +121,7 @@ def drive(scheduler: Scheduler, requests: list[Request], *, runner: FakeRunner |
     while scheduler.has_unfinished_requests:
         steps += 1
         assert steps <= max_steps, "no progress"
+        check_admission_bounds(scheduler)
         output = scheduler.schedule()
         kv.check_integrity()
         check_held_bounds(kv, output, by_id)
