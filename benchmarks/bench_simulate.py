@@ -1,9 +1,10 @@
 """Simulation speed and eviction quality, measured side by side in one run.
 
 1. Speed: N requests (default 100,000) through the Gemma-3-27B `hkv` layout on an H100 budget.
-2. Eviction: a multi-session round-robin trace on a sliding-window model (Gemma-3-27B, windows of
-   1,024 tokens) with a pool too small to keep every session: prefix-cache hit rate with
-   group-aware eviction vs plain LRU (vLLM's policy).
+2. Eviction, group-aware vs plain LRU (vLLM's policy), prefix-cache hit rates on Gemma-3-27B
+   (sliding windows of 1,024 tokens): (a) a multi-session round-robin trace with a pool too
+   small to keep every session; (b) 10,000 requests over 16 shared system prompts on an H100
+   budget.
 
 Usage: python benchmarks/bench_simulate.py [--requests 100000] [--skip-speed]
 """
@@ -57,15 +58,34 @@ def eviction(kv_gib: float, sessions: int, turns: int) -> None:
         print(f"  {layout_name:>5} layout: group-aware / LRU hit rate = {aware / lru if lru else float('inf'):.2f}x")
 
 
+def eviction_shared_prefix(num_requests: int = 10_000) -> None:
+    model = load_model_spec("gemma-3-27b")
+    spec = f"shared-prefix:n={num_requests},prefix=1024,prompt=64-512,output=16-128,prefixes=16,seed=1"
+    workload = generate_workload(parse_workload(spec))
+    print(f"eviction: {spec} on gemma-3-27b, h100 budget, max_model_len 8192")
+    for layout_name in ("vllm", "hkv"):
+        layout = plan(model, PlanConfig(gpu="h100", max_model_len=8192)).reports[layout_name].layout
+        rates = {}
+        for policy in (EvictionPolicy.LRU, EvictionPolicy.GROUP_AWARE):
+            sim_cfg = SimulationConfig(SchedulerConfig(8192, 256), CacheConfig(eviction_policy=policy))
+            report = Simulator(layout, workload, sim_cfg).run()
+            rates[policy] = report.prefix_hit_rate
+            print(f"  {layout_name:>5} layout, {policy.value:>11}: hit rate {report.prefix_hit_rate:6.1%}, "
+                  f"{report.num_steps:,} steps, {report.num_preemptions:,} preemptions")
+        lru, aware = rates[EvictionPolicy.LRU], rates[EvictionPolicy.GROUP_AWARE]
+        print(f"  {layout_name:>5} layout: group-aware / LRU hit rate = {aware / lru if lru else float('inf'):.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=100_000)
     parser.add_argument("--skip-speed", action="store_true")
-    parser.add_argument("--kv-gib", type=float, default=6.0)
-    parser.add_argument("--sessions", type=int, default=64)
+    parser.add_argument("--kv-gib", type=float, default=12.0)
+    parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--turns", type=int, default=6)
     args = parser.parse_args()
     eviction(args.kv_gib, args.sessions, args.turns)
+    eviction_shared_prefix()
     if not args.skip_speed:
         speed(args.requests)
 
