@@ -19,11 +19,14 @@ registration order, and each is evicted on its own. Without it a key has one blo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import is_, is_not, not_
 
 from hkv.runtime.free_block_queue import FreeBlockQueue
 
 NULL_BLOCK_ID = 0
+_SMALL = 4  # up to this many blocks, one at a time beats the bulk (C-level map) paths
 
 
 class BlockPool:
@@ -80,24 +83,45 @@ class BlockPool:
         Popped cached blocks are evicted (their map entry dropped). The caller checks
         `num_free_blocks` first; asking for more raises AssertionError.
         """
-        block_ids = self._queue.popleft_n(num_blocks)
+        queue = self._queue
+        num_uncached = queue.num_front  # blocks freed uncached: the queue's front part
+        block_ids = queue.popleft_n(num_blocks)
         block_hash, ref_cnt, block_group = self.block_hash, self.ref_cnt, self.block_group
-        keep_duplicates = self.keep_duplicates
-        num_evicted = 0
+        if num_blocks > num_uncached:  # the rest may be cached: evict them
+            keep_duplicates = self.keep_duplicates
+            num_evicted = 0
+            for block_id in block_ids[num_uncached:]:
+                old_hash = block_hash[block_id]
+                if old_hash is not None:
+                    if keep_duplicates:
+                        self._drop_entry(block_id, old_hash, block_group[block_id])  # type: ignore[arg-type]
+                    else:
+                        del self._cached[block_group[block_id]][old_hash]  # type: ignore[index]
+                    block_hash[block_id] = None
+                    num_evicted += 1
+            self.num_evictions += num_evicted
         for block_id in block_ids:
-            old_hash = block_hash[block_id]
-            if old_hash is not None:
-                if keep_duplicates:
-                    self._drop_entry(block_id, old_hash, block_group[block_id])  # type: ignore[arg-type]
-                else:
-                    del self._cached[block_group[block_id]][old_hash]  # type: ignore[index]
-                block_hash[block_id] = None
-                num_evicted += 1
             ref_cnt[block_id] = 1
             block_group[block_id] = group_id
         self.num_in_use_by_group[group_id] += num_blocks
-        self.num_evictions += num_evicted
         return block_ids
+
+    def allocate_groups(self, num_blocks: int, group_ids: Sequence[int]) -> list[list[int]]:
+        """`allocate(num_blocks, g)` for each group in order, in one pop."""
+        if len(group_ids) == 1:
+            return [self.allocate(num_blocks, group_ids[0])]
+        block_ids = self.allocate(num_blocks * len(group_ids), group_ids[0])
+        block_group, in_use = self.block_group, self.num_in_use_by_group
+        result = [block_ids[:num_blocks]]
+        for i, group_id in enumerate(group_ids[1:], 1):
+            blocks = block_ids[i * num_blocks:(i + 1) * num_blocks]
+            for block_id in blocks:
+                block_group[block_id] = group_id
+            result.append(blocks)
+        in_use[group_ids[0]] -= num_blocks * (len(group_ids) - 1)
+        for group_id in group_ids[1:]:
+            in_use[group_id] += num_blocks
+        return result
 
     def _drop_entry(self, block_id: int, block_hash: bytes, group_id: int) -> None:
         """Remove block_id's map entry (keep_duplicates): the next copy, if any, takes its place."""
@@ -115,17 +139,36 @@ class BlockPool:
             if not copies:
                 del duplicates[block_hash]
 
-    def touch(self, block_ids: Iterable[int], group_id: int) -> None:
+    def touch(self, block_ids: Sequence[int], group_id: int) -> None:
         """Take one more reference on each non-null block (cache hits); free ones leave the queue."""
-        ref_cnt, queue = self.ref_cnt, self._queue
-        for block_id in block_ids:
-            if block_id == NULL_BLOCK_ID:
-                continue
-            assert self.block_group[block_id] == group_id, (
-                f"block {block_id} of group {self.block_group[block_id]} touched for group {group_id}")
-            if ref_cnt[block_id] == 0:
-                queue.remove(block_id)
-                self.num_in_use_by_group[group_id] += 1
+        if len(block_ids) <= _SMALL:
+            ref_cnt, block_group, queue = self.ref_cnt, self.block_group, self._queue
+            for block_id in block_ids:
+                if block_id == NULL_BLOCK_ID:
+                    continue
+                assert block_group[block_id] == group_id, (
+                    f"block {block_id} of group {block_group[block_id]} touched for group {group_id}")
+                if ref_cnt[block_id] == 0:
+                    queue.remove(block_id)
+                    self.num_in_use_by_group[group_id] += 1
+                ref_cnt[block_id] += 1
+            return
+        blocks = list(filter(None, block_ids))  # drops the null block (id 0)
+        if not blocks:
+            return
+        ref_cnt = self.ref_cnt
+        groups = list(map(self.block_group.__getitem__, blocks))
+        assert groups.count(group_id) == len(blocks), (
+            f"blocks {[b for b, g in zip(blocks, groups, strict=True) if g != group_id]} of other groups "
+            f"touched for group {group_id}")
+        refs = list(map(ref_cnt.__getitem__, blocks))
+        num_free = refs.count(0)
+        if num_free:
+            remove = self._queue.remove
+            for block_id in compress(blocks, map(not_, refs)):
+                remove(block_id)
+            self.num_in_use_by_group[group_id] += num_free
+        for block_id in blocks:
             ref_cnt[block_id] += 1
 
     def release(self, block_id: int) -> None:
@@ -133,13 +176,13 @@ class BlockPool:
         segment (LRU), uncached ones at the front (reused first)."""
         self.release_blocks((block_id,))
 
-    def release_blocks(self, block_ids: Iterable[int]) -> None:
+    def release_blocks(self, block_ids: Sequence[int]) -> None:
         """`release` the blocks as one batch (vLLM's free_blocks), in eviction priority order:
         the cached ones reaching zero are appended in that order, the uncached ones put in front
         in that order (the first one is reused first). Null blocks are skipped."""
         self._release(block_ids, protect=False)
 
-    def release_early(self, block_ids: Iterable[int], owner: list[int]) -> None:
+    def release_early(self, block_ids: Sequence[int], owner: list[int]) -> None:
         """`release` blocks a request frees while it keeps running (out of its window, an old
         state). With `protect_early_releases`, cached ones that reach zero go to the protected
         segment (evicted only after every unprotected one) and are appended to `owner` (the
@@ -148,12 +191,63 @@ class BlockPool:
             self._release(block_ids, protect=False)
             return
         protected = self._release(block_ids, protect=True)
-        protected_by = self._protected_by
-        for block_id in protected:
-            protected_by[block_id] = owner
-        owner.extend(protected)
+        if protected:
+            setitem = self._protected_by.__setitem__
+            for block_id in protected:
+                setitem(block_id, owner)
+            owner.extend(protected)
 
-    def _release(self, block_ids: Iterable[int], protect: bool) -> list[int]:
+    def _release(self, block_ids: Sequence[int], protect: bool) -> list[int]:
+        if len(block_ids) <= _SMALL:
+            return self._release_few(block_ids, protect)
+        ref_cnt, block_group = self.ref_cnt, self.block_group
+        blocks = list(filter(None, block_ids))  # drops the null block (id 0)
+        refs = list(map(ref_cnt.__getitem__, blocks))
+        if refs.count(1) == len(blocks):  # the usual case: every block reaches zero
+            freed = blocks
+            for block_id in blocks:
+                ref_cnt[block_id] = 0
+        else:
+            freed = []
+            for block_id in blocks:
+                ref = ref_cnt[block_id] - 1
+                assert ref >= 0, f"release of free block {block_id}"
+                ref_cnt[block_id] = ref
+                if not ref:
+                    freed.append(block_id)
+            if not freed:
+                return []
+        in_use = self.num_in_use_by_group
+        groups = list(map(block_group.__getitem__, freed))
+        first_group = groups[0] if groups else None
+        if groups.count(first_group) == len(groups):
+            if groups:
+                in_use[first_group] -= len(groups)  # type: ignore[index]
+        else:
+            for group_id, count in Counter(groups).items():
+                in_use[group_id] -= count  # type: ignore[index]
+        hashes = list(map(self.block_hash.__getitem__, freed))
+        num_uncached = hashes.count(None)
+        queue = self._queue
+        if num_uncached:
+            uncached = freed if num_uncached == len(freed) else list(compress(freed, map(is_, hashes, repeat(None))))
+            for block_id in uncached:
+                block_group[block_id] = None
+            # Front and back insertions commute; the first uncached block ends up first.
+            queue.extendleft(reversed(uncached))
+            if num_uncached == len(freed):
+                return []
+            cached = list(compress(freed, map(is_not, hashes, repeat(None))))
+        else:
+            cached = freed
+        if not protect:
+            queue.extend(cached)
+            return []
+        queue.extend_protected(cached)
+        return cached
+
+    def _release_few(self, block_ids: Sequence[int], protect: bool) -> list[int]:
+        """`_release` one block at a time (cheaper for a few blocks)."""
         ref_cnt, block_hash, block_group = self.ref_cnt, self.block_hash, self.block_group
         in_use = self.num_in_use_by_group
         cached: list[int] = []
@@ -172,14 +266,16 @@ class BlockPool:
                 uncached.append(block_id)
             else:
                 cached.append(block_id)
-        # Front and back insertions commute; the first uncached block ends up first.
-        uncached.reverse()
-        self._queue.extendleft(uncached)
+        queue = self._queue
+        if uncached:
+            uncached.reverse()  # the first uncached block ends up first
+            queue.extendleft(uncached)
+        if not cached:
+            return cached
         if not protect:
-            self._queue.extend(cached)
+            queue.extend(cached)
             return []
-        for block_id in cached:
-            self._queue.append_protected(block_id)
+        queue.extend_protected(cached)
         return cached
 
     def unprotect(self, owner: list[int]) -> None:
@@ -205,8 +301,34 @@ class BlockPool:
         were registered."""
         cached = self._cached[group_id]
         hash_of, ref_cnt = self.block_hash, self.ref_cnt
-        keep_duplicates = self.keep_duplicates
         num_cached = 0
+        if len(block_ids) > _SMALL:
+            # In bulk: drop null and already hashed blocks, register the blocks whose key nobody
+            # holds at once, then the others one by one below (keys are distinct: order-free).
+            assert len(block_ids) == len(block_hashes), "one hash per block"
+            current = list(map(hash_of.__getitem__, block_ids))
+            if NULL_BLOCK_ID in block_ids or current.count(None) != len(current):
+                kept = [(b, h) for b, h, c in zip(block_ids, block_hashes, current) if b and c is None]
+                block_ids, block_hashes = [b for b, _ in kept], [h for _, h in kept]
+            holders = list(map(cached.get, block_hashes))
+            num_free_keys = holders.count(None)
+            if num_free_keys:
+                if num_free_keys == len(holders):
+                    new_ids, new_hashes = block_ids, block_hashes
+                else:
+                    free_keys = list(map(is_, holders, repeat(None)))
+                    new_ids = list(compress(block_ids, free_keys))
+                    new_hashes = list(compress(block_hashes, free_keys))
+                    taken = list(map(not_, free_keys))
+                    block_ids = list(compress(block_ids, taken))
+                    block_hashes = list(compress(block_hashes, taken))
+                cached.update(zip(new_hashes, new_ids))
+                for block_id, block_hash in zip(new_ids, new_hashes):
+                    hash_of[block_id] = block_hash
+                num_cached = len(new_ids)
+                if num_free_keys == len(holders):
+                    return num_cached
+        keep_duplicates = self.keep_duplicates
         for block_id, block_hash in zip(block_ids, block_hashes, strict=True):
             if block_id == NULL_BLOCK_ID or hash_of[block_id] is not None:
                 continue
@@ -228,6 +350,14 @@ class BlockPool:
             hash_of[block_id] = block_hash
             num_cached += 1
         return num_cached
+
+    def num_free_among(self, block_ids: Sequence[int]) -> int:
+        """How many of the non-null `block_ids` are free (ref_cnt 0): a hit takes them out of
+        the free queue."""
+        ref_cnt = self.ref_cnt
+        if len(block_ids) <= _SMALL:
+            return sum(1 for b in block_ids if b != NULL_BLOCK_ID and ref_cnt[b] == 0)
+        return list(map(ref_cnt.__getitem__, filter(None, block_ids))).count(0)
 
     def num_held_or_protected(self, block_ids: Sequence[int]) -> int:
         """How many of the non-null `block_ids` (nulls leading, as in a hit) are in use or
@@ -255,15 +385,19 @@ class BlockPool:
             assert self.block_group[block_id] == group_id, (
                 f"{tag}: block {block_id} owned by group {self.block_group[block_id]}, "
                 f"referenced by group {group_id} (a block in two groups?)")
-        assert self.ref_cnt[NULL_BLOCK_ID] == 0 and NULL_BLOCK_ID not in self._queue, f"{tag}: null block"
+        assert self.ref_cnt[NULL_BLOCK_ID] == 0 and NULL_BLOCK_ID not in set(self._queue), f"{tag}: null block"
         assert self.block_hash[NULL_BLOCK_ID] is None, f"{tag}: null block is hashed"
         num_free = num_cached_free = num_in_use = 0
         in_use_by_group = [0] * len(self.num_in_use_by_group)
+        queued_blocks = set(self._queue)
+        front = set(self._queue._front)
         for block_id in range(1, self.num_blocks):
             ref = self.ref_cnt[block_id]
             assert ref == counts[block_id], (
                 f"{tag}: block {block_id} ref_cnt {ref} != {counts[block_id]} live references")
-            queued = block_id in self._queue
+            assert block_id not in front or self.block_hash[block_id] is None, (
+                f"{tag}: cached block {block_id} in the queue's front part (evicted unchecked)")
+            queued = block_id in queued_blocks
             assert queued == (ref == 0), f"{tag}: block {block_id} ref_cnt {ref} but queued={queued}"
             group_id = self.block_group[block_id]
             block_hash = self.block_hash[block_id]

@@ -8,6 +8,11 @@ leading blocks a request no longer needs once `num_computed` tokens are computed
 
 The same function defines the prefix-cache hit rule: a hit of `p` tokens needs exactly the
 blocks [num_skipped_blocks(p), p // block_size) to be cached in this group.
+
+Request lifecycle calls act for a whole `batch`: consecutive groups with the same rules and pool
+(Gemma-3's sliding groups), whose tables always have the same length, skipped and cached
+prefixes. The coordinator calls them on each batch's first manager; a group alone is a batch of
+one. They treat the groups in group order, as separate calls would.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class KindManager:
         self.hash_stride = group.block_size // hash_block_size  # fine hashes per block
         self.num_early_released_blocks = 0  # released before the request ended
         self.config = config
+        self.batch: list[KindManager] = [self]  # set by the coordinator on a batch's first manager
+        self.gids = [group_id]
 
     # ---- kind rules -------------------------------------------------------------------------
 
@@ -138,53 +145,64 @@ class KindManager:
 
     def num_blocks_to_allocate(self, request: Request, hit_blocks: Sequence[int], num_tokens: int,
                                num_main_tokens: int) -> int:
-        """Blocks to pop so the request holds `num_tokens` slots (`num_main_tokens` without
-        lookahead) after adopting `hit_blocks`, net of blocks it returns to the free queue first."""
+        """Blocks to pop, per group of the batch, so the request holds `num_tokens` slots
+        (`num_main_tokens` without lookahead) after adopting `hit_blocks` (the first group's),
+        net of blocks it returns to the free queue first."""
         num_held = len(request.block_ids[self.group_id]) + len(hit_blocks)
         return max(0, cdiv(num_tokens, self.block_size) - num_held)
 
-    def allocate_new_blocks(self, request: Request, num_tokens: int, num_main_tokens: int) -> list[int]:
-        """Append blocks so the table covers `num_tokens` tokens; returns the new block ids.
-        The caller has checked `num_blocks_to_allocate` against the pool."""
-        blocks = request.block_ids[self.group_id]
-        num_new = cdiv(num_tokens, self.block_size) - len(blocks)
+    def allocate_new_blocks(self, request: Request, num_tokens: int, num_main_tokens: int) -> list[list[int]]:
+        """Append blocks so every table of the batch covers `num_tokens` tokens; returns the new
+        block ids per group. The caller has checked `num_blocks_to_allocate` against the pool."""
+        tables = request.block_ids
+        num_new = cdiv(num_tokens, self.block_size) - len(tables[self.group_id])
         if num_new <= 0:
-            return []
-        new_blocks = self.pool.allocate(num_new, self.group_id)
-        blocks.extend(new_blocks)
+            return [[] for _ in self.gids]
+        new_blocks = self.pool.allocate_groups(num_new, self.gids)
+        for gid, blocks in zip(self.gids, new_blocks, strict=True):
+            tables[gid].extend(blocks)
         return new_blocks
 
     def remove_skipped_blocks(self, request: Request, num_computed: int) -> None:
         """Release the blocks that fell out of what `num_computed` computed tokens still need and
         put the null block in their place (cache them first: see `cache_blocks`)."""
-        gid = self.group_id
-        start = request.num_skipped_blocks[gid]
-        blocks = request.block_ids[gid]
-        stop = min(self.num_skipped_blocks(num_computed), len(blocks))
+        gid0 = self.group_id
+        start = request.num_skipped_blocks[gid0]
+        stop = min(self.num_skipped_blocks(num_computed), len(request.block_ids[gid0]))
         if stop <= start:
             return
-        released = blocks[start:stop]
-        # Tail first: a released cached block goes to the LRU back, so later positions of the
-        # prefix are evicted before the earlier positions they depend on.
-        released.reverse()
-        self.pool.release_early(released, request.protected_block_ids[gid])
-        self.num_early_released_blocks += len(released) - released.count(NULL_BLOCK_ID)
-        blocks[start:stop] = [NULL_BLOCK_ID] * (stop - start)
-        request.num_skipped_blocks[gid] = stop
+        nulls = [NULL_BLOCK_ID] * (stop - start)
+        release_early = self.pool.release_early
+        for m in self.batch:
+            gid = m.group_id
+            blocks = request.block_ids[gid]
+            released = blocks[start:stop]
+            # Tail first: a released cached block goes to the LRU back, so later positions of
+            # the prefix are evicted before the earlier positions they depend on.
+            released.reverse()
+            release_early(released, request.protected_block_ids[gid])
+            m.num_early_released_blocks += len(released) - released.count(NULL_BLOCK_ID)
+            blocks[start:stop] = nulls
+            request.num_skipped_blocks[gid] = stop
 
     def cache_blocks(self, request: Request, num_computed: int) -> None:
         """Register the request's blocks whose tokens are all computed under their prefix hash.
         `request.block_hashes` must cover `num_computed` tokens."""
-        gid = self.group_id
-        start = request.num_cached_blocks[gid]
-        blocks = request.block_ids[gid]
-        stop = min(num_computed // self.block_size, len(blocks))
-        if stop <= start:
-            return
+        gid0 = self.group_id
+        start = request.num_cached_blocks[gid0]
+        stop = min(num_computed // self.block_size, len(request.block_ids[gid0]))
+        if stop > start:
+            self._cache_range(request, start, stop)
+            for gid in self.gids:
+                request.num_cached_blocks[gid] = stop
+
+    def _cache_range(self, request: Request, start: int, stop: int) -> None:
+        """Cache block positions [start, stop) of every group of the batch (start < stop)."""
         stride = self.hash_stride
-        self.pool.cache_blocks(blocks[start:stop],
-                               request.block_hashes[(start + 1) * stride - 1:stop * stride:stride], gid)
-        request.num_cached_blocks[gid] = stop
+        hashes = request.block_hashes[(start + 1) * stride - 1:stop * stride:stride]
+        cache_blocks, tables = self.pool.cache_blocks, request.block_ids
+        for gid in self.gids:
+            cache_blocks(tables[gid][start:stop], hashes, gid)
 
     def cache_hit_point(self, request: Request, hit_len: int) -> None:
         """Make sure the blocks a later hit of `hit_len` tokens needs are cached (kinds that do

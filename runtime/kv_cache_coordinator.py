@@ -71,7 +71,20 @@ class KVCacheCoordinator:
         for group, manager in zip(layout.groups, self.managers, strict=True):
             by_key.setdefault(_batch_key(group), []).append(manager)
         batches = [_LookupBatch(ms) for ms in by_key.values()]
-        self._skipping_managers = [m for m in self.managers if m.next_release_len(0) is not None]
+        # Lifecycle batches: runs of consecutive groups with the same rules and pool (see
+        # KindManager); each is driven through its first manager, its lead. Recurrent groups
+        # stay alone.
+        self.leads: list[KindManager] = []
+        for group, manager in zip(layout.groups, self.managers, strict=True):
+            lead = self.leads[-1] if self.leads else None
+            if (lead is not None and group.kind is not CacheKind.RECURRENT
+                    and _batch_key(group) == _batch_key(lead.group)):
+                lead.batch.append(manager)
+                lead.gids.append(manager.group_id)
+            else:
+                self.leads.append(manager)
+        self._lead_pool_index = [self._pool_index[id(m.pool)] for m in self.leads]
+        self._skipping_leads = [m for m in self.leads if m.next_release_len(0) is not None]
         self._closed_batches = [b for b in batches if b.manager.hits_downward_closed]
         self._open_batches = [b for b in batches if not b.manager.hits_downward_closed]
 
@@ -131,7 +144,7 @@ class KVCacheCoordinator:
         request.protected_block_ids = [[] for _ in range(num_groups)]
 
     def cache_blocks(self, request: Request, num_computed: int) -> None:
-        for m in self.managers:
+        for m in self.leads:
             m.cache_blocks(request, num_computed)
 
     def unprotect(self, request: Request) -> None:
@@ -141,11 +154,11 @@ class KVCacheCoordinator:
                 m.pool.unprotect(protected)
 
     def cache_hit_point(self, request: Request, hit_len: int) -> None:
-        for m in self.managers:
+        for m in self.leads:
             m.cache_hit_point(request, hit_len)
 
     def remove_skipped_blocks(self, request: Request, num_computed: int) -> None:
-        for m in self._skipping_managers:
+        for m in self._skipping_leads:
             m.remove_skipped_blocks(request, num_computed)
 
     def num_blocks_to_allocate(self, request: Request, hit: HitBlocks | None, num_tokens: int,
@@ -153,21 +166,27 @@ class KVCacheCoordinator:
         """Per pool (in `pool_list` order): free blocks the step consumes, counting hit blocks
         taken out of the free queue (cached-free ones) and blocks released before popping."""
         needs = [0] * len(self.pool_list)
-        for m, pool_index in zip(self.managers, self.pool_index_of_group, strict=True):
-            hit_blocks = hit[m.group_id] if hit is not None else []
-            need = m.num_blocks_to_allocate(request, hit_blocks, num_tokens, num_main_tokens)
+        for m, pool_index in zip(self.leads, self._lead_pool_index, strict=True):
+            hit_blocks = hit[m.group_id] if hit is not None else ()
+            need = m.num_blocks_to_allocate(request, hit_blocks, num_tokens, num_main_tokens) * len(m.gids)
             if hit_blocks:
-                ref_cnt = m.pool.ref_cnt
-                need += sum(1 for b in hit_blocks if b != NULL_BLOCK_ID and ref_cnt[b] == 0)
+                num_free = m.pool.num_free_among
+                for gid in m.gids:
+                    need += num_free(hit[gid])
             needs[pool_index] += need
         return needs
 
     def fits(self, needs: list[int]) -> bool:
-        return all(need <= pool.num_free_blocks for need, pool in zip(needs, self.pool_list, strict=True))
+        pools = self.pool_list
+        if len(pools) == 1:
+            return needs[0] <= pools[0].num_free_blocks
+        return all(need <= pool.num_free_blocks for need, pool in zip(needs, pools, strict=True))
 
     def fits_unprotected(self, needs: list[int]) -> bool:
-        return all(need <= pool.num_unprotected_free_blocks
-                   for need, pool in zip(needs, self.pool_list, strict=True))
+        pools = self.pool_list
+        if len(pools) == 1:
+            return needs[0] <= pools[0].num_unprotected_free_blocks
+        return all(need <= pool.num_unprotected_free_blocks for need, pool in zip(needs, pools, strict=True))
 
     def adopt_hit(self, request: Request, hit: HitBlocks, hit_len: int) -> None:
         """Take a reference on every hit block of every group before anything is allocated, so
@@ -182,7 +201,10 @@ class KVCacheCoordinator:
 
     def allocate_new_blocks(self, request: Request, num_tokens: int,
                             num_main_tokens: int) -> tuple[list[int], ...]:
-        return tuple(m.allocate_new_blocks(request, num_tokens, num_main_tokens) for m in self.managers)
+        new_blocks: list[list[int]] = []
+        for m in self.leads:
+            new_blocks += m.allocate_new_blocks(request, num_tokens, num_main_tokens)
+        return tuple(new_blocks)
 
     def set_steady_bounds(self, request: Request, num_computed: int, enable_caching: bool,
                           cached_len: int | None = None) -> None:
@@ -193,7 +215,7 @@ class KVCacheCoordinator:
         if cached_len is not None:  # the next block is cached once a step reaches its end
             alignment = self.hit_alignment
             until_tokens = (cached_len // alignment + 1) * alignment - 1
-        for m in self.managers:
+        for m in self.leads:  # the groups of a batch have the same bounds
             size = m.block_size
             bound = m.next_release_len(num_computed)
             if enable_caching and cached_len is None:

@@ -68,6 +68,7 @@ class KVCacheManager:
         self._empty_hit = ComputedBlocks(tuple(() for _ in range(num_groups)), 0)
         self.no_new_blocks: NewBlocks = tuple(() for _ in range(num_groups))
         self._requests: dict[str, Request] = {}  # requests holding blocks
+        self._admission_needs: dict[tuple[int, int | None], list[int]] = {}  # admission_blocked's bounds
         self._num_query_tokens = 0
         self._num_hit_tokens = 0
 
@@ -139,19 +140,25 @@ class KVCacheManager:
         tokens: the gate already fails when every non-null block of that hit is discounted (held
         by others). Reads only; cheap, so a scheduler may call it before the lookup (and before
         building the hit's blocks) of a request that waits."""
-        seq_len = min(request.num_tokens, self.max_model_len)
-        max_len = min(request.num_tokens - 1, self.max_model_len) if self.enable_caching else 0
-        coordinator = self.coordinator
-        needs = [0] * len(coordinator.pool_list)
-        for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
-            if hit_len is None:
-                discount = m.max_hit_blocks(max_len)
-            else:
-                discount = hit_len // m.block_size - m.hit_first_block(hit_len)
-            need = m.group.blocks_per_request(seq_len, self.in_flight_tokens) - discount
-            if need > 0:
-                needs[pool_index] += need
-        return not coordinator.fits_unprotected(needs)
+        key = (request.num_tokens, hit_len)
+        needs = self._admission_needs.get(key)
+        if needs is None:
+            if len(self._admission_needs) > 100_000:
+                self._admission_needs.clear()
+            seq_len = min(request.num_tokens, self.max_model_len)
+            max_len = min(request.num_tokens - 1, self.max_model_len) if self.enable_caching else 0
+            coordinator = self.coordinator
+            needs = [0] * len(coordinator.pool_list)
+            for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
+                if hit_len is None:
+                    discount = m.max_hit_blocks(max_len)
+                else:
+                    discount = hit_len // m.block_size - m.hit_first_block(hit_len)
+                need = m.group.blocks_per_request(seq_len, self.in_flight_tokens) - discount
+                if need > 0:
+                    needs[pool_index] += need
+            self._admission_needs[key] = needs
+        return not self.coordinator.fits_unprotected(needs)
 
     def allocate_slots(
         self,

@@ -66,12 +66,13 @@ class RecurrentStateManager(KindManager):
         num_returned = sum(ref == 1 for _, ref in held[:num_released])
         return 1 - num_returned
 
-    def allocate_new_blocks(self, request: Request, num_tokens: int, num_main_tokens: int) -> list[int]:
+    def allocate_new_blocks(self, request: Request, num_tokens: int, num_main_tokens: int) -> list[list[int]]:
+        """(Recurrent groups are batches of one.)"""
         gid = self.group_id
         blocks = request.block_ids[gid]
         live_pos = cdiv(num_main_tokens, self.block_size) - 1
         if live_pos < len(blocks):
-            return []
+            return [[]]
         held = self._held_positions(request)
         source = blocks[held[-1]] if held else None
         while len(held) >= self.num_state_blocks:
@@ -84,7 +85,7 @@ class RecurrentStateManager(KindManager):
         blocks.append(new_block)
         if source is not None and source != new_block:
             request.state_copies.append((gid, source, new_block))
-        return [new_block]
+        return [[new_block]]
 
     def cache_blocks(self, request: Request, num_computed: int) -> None:
         """Cache the live block as a checkpoint when the request stopped exactly on a boundary."""

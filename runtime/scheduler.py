@@ -84,8 +84,7 @@ class Scheduler:
         while i < len(running) and budget > 0:
             request = running[i]
             num_new = len(request.token_ids) - request.num_computed_tokens
-            if num_new > budget:
-                num_new = budget
+            num_new = min(num_new, budget)
             if chunked:
                 num_new = self._chunk_len(request.num_computed_tokens, num_new)
             new_blocks = allocate_slots(request, num_new)

@@ -123,8 +123,7 @@ class Simulator:
         self._tokens += num_batched_tokens
         running = len(self.scheduler.running)
         self._running_sum += running
-        if running > self._running_peak:
-            self._running_peak = running
+        self._running_peak = max(self._running_peak, running)
         # Per group blocks in use: each pool counts its own groups (0 for the others).
         counts = self._in_use_counts
         in_use = counts[0] if len(counts) == 1 else list(map(sum, zip(*counts)))
@@ -135,8 +134,7 @@ class Simulator:
             free += pool.num_free_blocks
         usage = 1.0 - free / self._num_usable if self._num_usable else 0.0
         self._usage_sum += usage
-        if usage > self._usage_peak:
-            self._usage_peak = usage
+        self._usage_peak = max(self._usage_peak, usage)
 
     def report(self) -> SimulationReport:
         stats = self.kv.stats()

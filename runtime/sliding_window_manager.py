@@ -42,26 +42,23 @@ class SlidingWindowManager(KindManager):
         if self.config.sliding_retention is SlidingRetention.ALL:
             super().cache_blocks(request, num_computed)
             return
-        gid = self.group_id
-        start = request.num_cached_blocks[gid]
-        blocks = request.block_ids[gid]
-        stop = min(num_computed // self.block_size, len(blocks))
+        gid0 = self.group_id
+        start = request.num_cached_blocks[gid0]
+        stop = min(num_computed // self.block_size, len(request.block_ids[gid0]))
         if stop <= start:
             return
+        size = self.block_size
         for hit_len in request.expected_hit_lens:
-            self._cache_range(request, max(start, self.num_skipped_blocks(hit_len)),
-                              min(stop, hit_len // self.block_size))
-        request.num_cached_blocks[gid] = stop
+            first, last = max(start, self.num_skipped_blocks(hit_len)), min(stop, hit_len // size)
+            if first < last:
+                self._cache_range(request, first, last)
+        for gid in self.gids:
+            request.num_cached_blocks[gid] = stop
 
     def cache_hit_point(self, request: Request, hit_len: int) -> None:
         if self.config.sliding_retention is SlidingRetention.HIT_POINTS:
-            gid = self.group_id
-            self._cache_range(request, max(request.num_skipped_blocks[gid], self.num_skipped_blocks(hit_len)),
-                              min(len(request.block_ids[gid]), hit_len // self.block_size))
-
-    def _cache_range(self, request: Request, start: int, stop: int) -> None:
-        if start < stop:
-            stride = self.hash_stride
-            self.pool.cache_blocks(request.block_ids[self.group_id][start:stop],
-                                   request.block_hashes[(start + 1) * stride - 1:stop * stride:stride],
-                                   self.group_id)
+            gid0 = self.group_id
+            first = max(request.num_skipped_blocks[gid0], self.num_skipped_blocks(hit_len))
+            last = min(len(request.block_ids[gid0]), hit_len // self.block_size)
+            if first < last:
+                self._cache_range(request, first, last)

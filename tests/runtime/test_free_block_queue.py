@@ -55,30 +55,28 @@ def test_pop_from_empty_raises() -> None:
         queue.popleft()
 
 
-def test_integrity_detects_broken_links() -> None:
+def test_integrity_detects_a_block_queued_twice() -> None:
     queue = FreeBlockQueue(6, range(1, 6))
-    queue._next[2] = 4  # skip block 3 going forward only
+    queue._main[3] = None  # 3 is also in the front part
     with pytest.raises(AssertionError, match="free queue"):
         queue.check_integrity()
 
 
-def test_integrity_detects_wrong_length() -> None:
+def test_integrity_detects_an_id_out_of_range() -> None:
     queue = FreeBlockQueue(6, range(1, 6))
-    queue._len = 4
+    queue._front.append(9)
     with pytest.raises(AssertionError, match="free queue"):
         queue.check_integrity()
 
 
-def test_links_are_preallocated_int_lists() -> None:
-    """No node objects: the links are two int lists sized once (num_blocks + head, mark, tail)."""
+def test_front_inserts_and_pops_are_bulk_list_operations() -> None:
+    """The front part is one list used as a stack: appendleft pushes, pops slice its end."""
     queue = FreeBlockQueue(1000, range(1, 1000))
-    next_links, prev_links = queue._next, queue._prev
-    for _ in range(10):
-        block_id = queue.popleft()
-        queue.append(block_id)
-        queue.move_to_front(block_id)
-    assert queue._next is next_links and queue._prev is prev_links
-    assert len(next_links) == len(prev_links) == 1003
+    front = queue._front
+    assert queue.popleft_n(3) == [1, 2, 3]
+    queue.extendleft([3, 2, 1])  # the last one ends up first
+    assert queue._front is front and list(queue)[:4] == [1, 2, 3, 4]
+    queue.check_integrity()
 
 
 def test_move_many_to_front_equals_one_by_one() -> None:
@@ -116,8 +114,13 @@ def test_protected_segment_goes_last() -> None:
     queue.check_integrity()
 
 
-def test_integrity_detects_wrong_segment_flag() -> None:
-    queue = FreeBlockQueue(6, range(1, 6))
-    queue._segment[3] = 2
-    with pytest.raises(AssertionError, match="main segment flags"):
-        queue.check_integrity()
+def test_pops_cross_from_front_to_main_to_protected() -> None:
+    queue = FreeBlockQueue(10, [1, 2])
+    queue.extend([5, 6])
+    queue.extend_protected([8, 9])
+    queue.appendleft(3)
+    assert list(queue) == [3, 1, 2, 5, 6, 8, 9] and queue.num_front == 3 and queue.num_protected == 2
+    assert queue.popleft_n(4) == [3, 1, 2, 5]
+    assert queue.popleft_n(2) == [6, 8]
+    assert list(queue) == [9] and queue.count_protected([9, 8, 1]) == 1
+    queue.check_integrity()
