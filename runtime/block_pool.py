@@ -224,8 +224,8 @@ class BlockPool:
             if groups:
                 in_use[first_group] -= len(groups)  # type: ignore[index]
         else:
-            for group_id, count in Counter(groups).items():
-                in_use[group_id] -= count  # type: ignore[index]
+            for group_id in set(groups):
+                in_use[group_id] -= groups.count(group_id)  # type: ignore[index]
         hashes = list(map(self.block_hash.__getitem__, freed))
         num_uncached = hashes.count(None)
         queue = self._queue

@@ -80,13 +80,27 @@ class Scheduler:
         running = self.running
         chunked = self._state_block_size is not None
         entry = self._entry
+        num_sent, empty_block_ids = self._num_sent, self._empty_block_ids
         i = 0
         while i < len(running) and budget > 0:
             request = running[i]
-            num_new = len(request.token_ids) - request.num_computed_tokens
+            computed = request.num_computed_tokens
+            token_ids = request.token_ids
+            num_new = len(token_ids) - computed
+            if (num_new == 1 and (request.steady_until_computed is None or computed < request.steady_until_computed)
+                    and computed < request.steady_until_tokens and not request.state_copies
+                    and request.request_id in num_sent):
+                # A decode step inside the request's steady bounds (see Request): allocate_slots
+                # would return no_new_blocks and change nothing; its entry carries no blocks.
+                entries.append(_new_entry((request.request_id, (token_ids[computed],), range(computed, computed + 1),
+                                           False, empty_block_ids, (), True)))
+                requests.append(request)
+                budget -= 1
+                i += 1
+                continue
             num_new = min(num_new, budget)
             if chunked:
-                num_new = self._chunk_len(request.num_computed_tokens, num_new)
+                num_new = self._chunk_len(computed, num_new)
             new_blocks = allocate_slots(request, num_new)
             while new_blocks is None:
                 victim = running.pop()
