@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from itertools import compress, repeat
-from operator import is_, is_not, not_
+from operator import is_, is_not, not_, sub
 
 from hkv.runtime.free_block_queue import FreeBlockQueue
 
@@ -164,9 +164,7 @@ class BlockPool:
         refs = list(map(ref_cnt.__getitem__, blocks))
         num_free = refs.count(0)
         if num_free:
-            remove = self._queue.remove
-            for block_id in compress(blocks, map(not_, refs)):
-                remove(block_id)
+            self._queue.remove_many(compress(blocks, map(not_, refs)))
             self.num_in_use_by_group[group_id] += num_free
         for block_id in blocks:
             ref_cnt[block_id] += 1
@@ -208,13 +206,11 @@ class BlockPool:
             for block_id in blocks:
                 ref_cnt[block_id] = 0
         else:
-            freed = []
-            for block_id in blocks:
-                ref = ref_cnt[block_id] - 1
-                assert ref >= 0, f"release of free block {block_id}"
+            assert 0 not in refs, f"release of free block(s) {[b for b, r in zip(blocks, refs) if not r]}"
+            refs = list(map(sub, refs, repeat(1)))
+            for block_id, ref in zip(blocks, refs):
                 ref_cnt[block_id] = ref
-                if not ref:
-                    freed.append(block_id)
+            freed = list(compress(blocks, map(not_, refs)))
             if not freed:
                 return []
         in_use = self.num_in_use_by_group
@@ -298,37 +294,53 @@ class BlockPool:
     def cache_blocks(self, block_ids: Sequence[int], block_hashes: Sequence[bytes], group_id: int) -> int:
         """`cache_block` for each (block, hash) pair of in-use blocks of `group_id` (not checked
         here: check_integrity catches a violation); null blocks are skipped. Returns how many
-        were registered."""
+        were registered. Keys are distinct (a chain's hashes), so the pairs are independent."""
+        if len(block_ids) <= _SMALL:
+            return self._cache_pairs(block_ids, block_hashes, group_id)
+        assert len(block_ids) == len(block_hashes), "one hash per block"
+        cached = self._cached[group_id]
+        hash_of = self.block_hash
+        # Drop null and already hashed blocks (C-level selections).
+        current = list(map(hash_of.__getitem__, block_ids))
+        num_unhashed = current.count(None)
+        if NULL_BLOCK_ID in block_ids:
+            kept = [(b, h) for b, h, c in zip(block_ids, block_hashes, current) if b and c is None]
+            block_ids, block_hashes = [b for b, _ in kept], [h for _, h in kept]
+        elif num_unhashed != len(current):
+            if not num_unhashed:
+                return 0
+            unhashed = list(map(is_, current, repeat(None)))
+            block_ids, block_hashes = list(compress(block_ids, unhashed)), list(compress(block_hashes, unhashed))
+        # Keys nobody holds: registered at once.
+        holders = list(map(cached.get, block_hashes))
+        num_free_keys = holders.count(None)
+        if num_free_keys == len(holders):
+            new_ids, new_hashes = block_ids, block_hashes
+        else:
+            free_keys = list(map(is_, holders, repeat(None)))
+            new_ids, new_hashes = list(compress(block_ids, free_keys)), list(compress(block_hashes, free_keys))
+        if new_ids:
+            cached.update(zip(new_hashes, new_ids))
+            for block_id, block_hash in zip(new_ids, new_hashes):
+                hash_of[block_id] = block_hash
+        if num_free_keys == len(holders):
+            return len(new_ids)
+        # Keys held by another block.
+        held = list(map(is_not, holders, repeat(None)))
+        held_ids, held_hashes = list(compress(block_ids, held)), list(compress(block_hashes, held))
+        if not self.keep_duplicates:  # only keys held by a cached-free copy change hands
+            free_holder = list(map(not_, map(self.ref_cnt.__getitem__, compress(holders, held))))
+            if not any(free_holder):
+                return len(new_ids)
+            held_ids, held_hashes = list(compress(held_ids, free_holder)), list(compress(held_hashes, free_holder))
+        return len(new_ids) + self._cache_pairs(held_ids, held_hashes, group_id)
+
+    def _cache_pairs(self, block_ids: Sequence[int], block_hashes: Sequence[bytes], group_id: int) -> int:
+        """`cache_blocks` one pair at a time."""
         cached = self._cached[group_id]
         hash_of, ref_cnt = self.block_hash, self.ref_cnt
-        num_cached = 0
-        if len(block_ids) > _SMALL:
-            # In bulk: drop null and already hashed blocks, register the blocks whose key nobody
-            # holds at once, then the others one by one below (keys are distinct: order-free).
-            assert len(block_ids) == len(block_hashes), "one hash per block"
-            current = list(map(hash_of.__getitem__, block_ids))
-            if NULL_BLOCK_ID in block_ids or current.count(None) != len(current):
-                kept = [(b, h) for b, h, c in zip(block_ids, block_hashes, current) if b and c is None]
-                block_ids, block_hashes = [b for b, _ in kept], [h for _, h in kept]
-            holders = list(map(cached.get, block_hashes))
-            num_free_keys = holders.count(None)
-            if num_free_keys:
-                if num_free_keys == len(holders):
-                    new_ids, new_hashes = block_ids, block_hashes
-                else:
-                    free_keys = list(map(is_, holders, repeat(None)))
-                    new_ids = list(compress(block_ids, free_keys))
-                    new_hashes = list(compress(block_hashes, free_keys))
-                    taken = list(map(not_, free_keys))
-                    block_ids = list(compress(block_ids, taken))
-                    block_hashes = list(compress(block_hashes, taken))
-                cached.update(zip(new_hashes, new_ids))
-                for block_id, block_hash in zip(new_ids, new_hashes):
-                    hash_of[block_id] = block_hash
-                num_cached = len(new_ids)
-                if num_free_keys == len(holders):
-                    return num_cached
         keep_duplicates = self.keep_duplicates
+        num_cached = 0
         for block_id, block_hash in zip(block_ids, block_hashes, strict=True):
             if block_id == NULL_BLOCK_ID or hash_of[block_id] is not None:
                 continue

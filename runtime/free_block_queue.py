@@ -98,6 +98,17 @@ class FreeBlockQueue:
             assert block_id in self._front, f"block {block_id} is not free"
             self._front.remove(block_id)
 
+    def remove_many(self, block_ids: Iterable[int]) -> None:
+        """`remove` each queued block."""
+        main, protected, front = self._main, self._protected, self._front
+        for block_id in block_ids:
+            if block_id in main:
+                del main[block_id]
+            elif block_id in protected:
+                del protected[block_id]
+            else:
+                front.remove(block_id)  # ValueError if not queued
+
     def move_to_front(self, block_id: int) -> None:
         """Make a queued block the next one to be reused."""
         self.move_many_to_front((block_id,))
