@@ -66,7 +66,26 @@ def make_trace(num_requests: int, seed: int = 0) -> list[TraceRequest]:
     return trace
 
 
-class HkvDriver:
+class _Driver:
+    """Decode and free are the same calls on both managers; only appending a token differs."""
+
+    manager: object
+
+    def append_token(self, req, token: int) -> None:
+        raise NotImplementedError
+
+    def decode(self, req, token: int) -> bool:
+        self.append_token(req, token)
+        if self.manager.allocate_slots(req, 1) is None:
+            return False
+        req.num_computed_tokens += 1
+        return True
+
+    def free(self, req) -> None:
+        self.manager.free(req)
+
+
+class HkvDriver(_Driver):
     name = "hkv"
 
     def __init__(self, layout: Layout) -> None:
@@ -87,18 +106,11 @@ class HkvDriver:
         req.num_computed_tokens = len(tr.prompt)
         return req, hit.num_tokens
 
-    def decode(self, req, token: int) -> bool:
+    def append_token(self, req, token: int) -> None:
         req.append_output_token(token)
-        if self.manager.allocate_slots(req, 1) is None:
-            return False
-        req.num_computed_tokens += 1
-        return True
-
-    def free(self, req) -> None:
-        self.manager.free(req)
 
 
-class VllmDriver:
+class VllmDriver(_Driver):
     name = "vllm"
 
     def __init__(self, layout: Layout) -> None:
@@ -139,15 +151,8 @@ class VllmDriver:
         req.num_computed_tokens = len(tr.prompt)
         return req, num_hit
 
-    def decode(self, req, token: int) -> bool:
+    def append_token(self, req, token: int) -> None:
         req.append_output_token_ids(token)
-        if self.manager.allocate_slots(req, 1) is None:
-            return False
-        req.num_computed_tokens += 1
-        return True
-
-    def free(self, req) -> None:
-        self.manager.free(req)
 
 
 def run(driver, trace: list[TraceRequest]) -> dict[str, float]:

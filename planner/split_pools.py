@@ -8,9 +8,10 @@ concurrency at that length; a shorter expected N gives the local and state pools
 
 from __future__ import annotations
 
-from hkv.model_specs.cache_spec import CacheKind, StateCacheSpec
+from typing import NamedTuple
+
+from hkv.model_specs.cache_spec import CacheKind, LayerCacheSpec, StateCacheSpec
 from hkv.model_specs.layer_desc import CacheLayer
-from hkv.model_specs.cache_spec import LayerCacheSpec
 from hkv.planner.layout import KVCacheGroup, Pool
 from hkv.planner.paged_layer import PagedLayer, bucket_by_spec, unify_page_sizes
 from hkv.planner.pool_sizing import bytes_per_block_by_stage, size_pool, to_kv_groups
@@ -37,6 +38,19 @@ def one_group_per_bucket(layers: list[PagedLayer]) -> list[list[PagedLayer]]:
     return bucket_by_spec(unify_page_sizes(layers))
 
 
+class _StagedPool(NamedTuple):
+    pool_id: int
+    kind: str
+    groups: list[list[PagedLayer]]
+    kv_groups: list[KVCacheGroup]
+    bytes_per_block: int
+    blocks_per_request: int  # at split_len
+
+    @property
+    def demand_bytes(self) -> int:
+        return self.blocks_per_request * self.bytes_per_block
+
+
 def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], budget_bytes: int,
                       split_len: int, in_flight_tokens: int, num_hidden_layers: int,
                       pp: int) -> tuple[list[KVCacheGroup], list[Pool]]:
@@ -51,25 +65,25 @@ def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], bud
         kv_groups = to_kv_groups(groups, pool_id, hkv_state_blocks)
         bytes_per_block = max(bytes_per_block_by_stage(groups, num_hidden_layers, pp))
         blocks = sum(g.blocks_per_request(split_len, in_flight_tokens) for g in kv_groups)
-        staged.append((pool_id, kind, groups, kv_groups, bytes_per_block, blocks))
-    null_bytes = sum(bpb for *_, bpb, _ in staged)
-    demand = sum(bpb * blocks for *_, bpb, blocks in staged)
+        staged.append(_StagedPool(pool_id, kind, groups, kv_groups, bytes_per_block, blocks))
+    null_bytes = sum(p.bytes_per_block for p in staged)
+    demand = sum(p.demand_bytes for p in staged)
     num_requests = max(0, budget_bytes - null_bytes) // demand if demand else 0
     # Even when no request of split_len fits, keep one request's state blocks so that shorter
     # requests can run (the attention pools then set the longest length that fits).
     if num_requests == 0 and budget_bytes >= null_bytes + sum(
-            bpb * blocks for _, kind, *_rest, bpb, blocks in staged if kind == "recurrent"):
+            p.demand_bytes for p in staged if p.kind == "recurrent"):
         num_requests = 1
-    shares = [(min(num_requests * blocks * bpb, max(0, budget_bytes - null_bytes)) // bpb + 1) * bpb
-              for *_, bpb, blocks in staged]
+    shares = [(min(num_requests * p.demand_bytes, max(0, budget_bytes - null_bytes)) // p.bytes_per_block + 1)
+              * p.bytes_per_block for p in staged]
     leftover = budget_bytes - sum(shares)
-    growable = [i for i, st in enumerate(staged) if st[1] != "recurrent"] or list(range(len(staged)))
-    growable_demand = sum(staged[i][4] * staged[i][5] for i in growable)
+    growable = [i for i, p in enumerate(staged) if p.kind != "recurrent"] or list(range(len(staged)))
+    growable_demand = sum(staged[i].demand_bytes for i in growable)
     for i in growable:
-        shares[i] += leftover * staged[i][4] * staged[i][5] // growable_demand if growable_demand else 0
+        shares[i] += leftover * staged[i].demand_bytes // growable_demand if growable_demand else 0
     all_groups: list[KVCacheGroup] = []
     pools: list[Pool] = []
-    for (pool_id, kind, groups, kv_groups, _, _), share in zip(staged, shares):
-        pools.append(size_pool(pool_id, kind, groups, share, num_hidden_layers, pp))
-        all_groups.extend(kv_groups)
+    for p, share in zip(staged, shares):
+        pools.append(size_pool(p.pool_id, p.kind, p.groups, share, num_hidden_layers, pp))
+        all_groups.extend(p.kv_groups)
     return all_groups, pools
