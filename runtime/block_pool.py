@@ -9,7 +9,7 @@ Block states (every usable block is in exactly one):
     free         ref_cnt == 0, queued, no hash, no group
     cached-free  ref_cnt == 0, queued, hashed under (block hash, group id): a prefix-cache entry
                  that is reused on a hit and evicted (hash dropped) when popped for allocation;
-                 protected if a running request released it early (see release_early)
+                 protected or cold if a running request released it early (see release_early)
 
 With `keep_duplicates` (vLLM's map) several blocks may hold one (block hash, group id) key: the
 earliest registered one still cached serves hits, the later ones wait in `_duplicates` in
@@ -178,26 +178,36 @@ class BlockPool:
         """`release` the blocks as one batch (vLLM's free_blocks), in eviction priority order:
         the cached ones reaching zero are appended in that order, the uncached ones put in front
         in that order (the first one is reused first). Null blocks are skipped."""
-        self._release(block_ids, protect=False)
+        self._release(block_ids, queue_cached=True)
 
-    def release_early(self, block_ids: Sequence[int], owner: list[int]) -> None:
+    def release_early(self, block_ids: Sequence[int], owner: list[int], protect: bool) -> None:
         """`release` blocks a request frees while it keeps running (out of its window, an old
-        state). With `protect_early_releases`, cached ones that reach zero go to the protected
-        segment (evicted only after every unprotected one) and are appended to `owner` (the
-        request's list of blocks it protected in this pool, see `unprotect`)."""
+        state). Without `protect_early_releases` that is all (vLLM). With it, cached ones that
+        reach zero go, when `protect`, to the protected segment (evicted only after every
+        unprotected one) and are appended to `owner` (the request's list of blocks it protected
+        in this pool, see `unprotect`); otherwise to the cold segment (evicted before every
+        other cached block)."""
         if not self.protect_early_releases:
-            self._release(block_ids, protect=False)
+            self._release(block_ids, queue_cached=True)
             return
-        protected = self._release(block_ids, protect=True)
-        if protected:
-            setitem = self._protected_by.__setitem__
-            for block_id in protected:
-                setitem(block_id, owner)
-            owner.extend(protected)
+        cached = self._release(block_ids, queue_cached=False)
+        if not cached:
+            return
+        if not protect:
+            self._queue.extend_cold(cached)
+            return
+        self._queue.extend_protected(cached)
+        setitem = self._protected_by.__setitem__
+        for block_id in cached:
+            setitem(block_id, owner)
+        owner.extend(cached)
 
-    def _release(self, block_ids: Sequence[int], protect: bool) -> list[int]:
+    def _release(self, block_ids: Sequence[int], queue_cached: bool) -> list[int]:
+        """Drop one reference per block; queue the uncached ones reaching zero at the front and,
+        with `queue_cached`, the cached ones at the back of the main segment. Returns the cached
+        ones reaching zero that were left unqueued (none with `queue_cached`)."""
         if len(block_ids) <= _SMALL:
-            return self._release_few(block_ids, protect)
+            return self._release_few(block_ids, queue_cached)
         ref_cnt, block_group = self.ref_cnt, self.block_group
         blocks = list(filter(None, block_ids))  # drops the null block (id 0)
         refs = list(map(ref_cnt.__getitem__, blocks))
@@ -236,13 +246,12 @@ class BlockPool:
             cached = list(compress(freed, map(is_not, hashes, repeat(None))))
         else:
             cached = freed
-        if not protect:
+        if queue_cached:
             queue.extend(cached)
             return []
-        queue.extend_protected(cached)
         return cached
 
-    def _release_few(self, block_ids: Sequence[int], protect: bool) -> list[int]:
+    def _release_few(self, block_ids: Sequence[int], queue_cached: bool) -> list[int]:
         """`_release` one block at a time (cheaper for a few blocks)."""
         ref_cnt, block_hash, block_group = self.ref_cnt, self.block_hash, self.block_group
         in_use = self.num_in_use_by_group
@@ -266,12 +275,9 @@ class BlockPool:
         if uncached:
             uncached.reverse()  # the first uncached block ends up first
             queue.extendleft(uncached)
-        if not cached:
-            return cached
-        if not protect:
+        if queue_cached and cached:
             queue.extend(cached)
             return []
-        queue.extend_protected(cached)
         return cached
 
     def unprotect(self, owner: list[int]) -> None:
@@ -280,6 +286,14 @@ class BlockPool:
         protected again by another request stays protected for that one."""
         protected_by = self._protected_by
         self._queue.unprotect([b for b in owner if protected_by[b] is owner])
+
+    def warm(self, block_ids: Sequence[int]) -> None:
+        """Move the given blocks that are in the cold segment (see release_early) to the back of
+        the main segment; others are left where they are."""
+        self._queue.uncool(block_ids)
+
+    def is_cold(self, block_id: int) -> bool:
+        return self._queue.is_cold(block_id)
 
     def is_protected(self, block_id: int) -> bool:
         return self._queue.is_protected(block_id)
@@ -424,6 +438,8 @@ class BlockPool:
                 num_cached_free += 1
             assert not self._queue.is_protected(block_id) or block_hash is not None, (
                 f"{tag}: protected block {block_id} is not cached")
+            assert not self._queue.is_cold(block_id) or block_hash is not None, (
+                f"{tag}: cold block {block_id} is not cached")
             if block_hash is not None:
                 assert group_id is not None and (
                     self._cached[group_id].get(block_hash) == block_id

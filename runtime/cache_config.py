@@ -12,10 +12,12 @@ class EvictionPolicy(str, Enum):
     LRU: vLLM's policy. One LRU across groups; a finished request's blocks go to its back in
         `CacheConfig.free_order`; blocks released early go to the back at once.
     GROUP_AWARE: cached blocks a running request releases early (sliding windows, Mamba
-        checkpoints: the blocks that complete its hybrid hit) are protected from admissions and
-        evicted after every other cached block until the request stops; a stopped request's
-        blocks go to the back by descending token position across all groups, its protected
-        blocks last (see group_aware_eviction.py).
+        checkpoints) are protected from admissions and evicted after every other cached block
+        until the request stops if its prefix hit ends at a branch point (where another
+        request's hit ended: a shared system prompt), and evicted before every other cached
+        block otherwise (a conversation's past junction); a stopped request's blocks go to the
+        back by descending token position across all groups, its protected blocks last (see
+        group_aware_eviction.py).
     """
 
     LRU = "lru"

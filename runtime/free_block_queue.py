@@ -33,11 +33,12 @@ class FreeBlockQueue:
         self.num_blocks = num_blocks
         self._front: list[int] = list(block_ids)
         self._front.reverse()
+        self._cold: OrderedDict[int, None] = OrderedDict()
         self._main: OrderedDict[int, None] = OrderedDict()
         self._protected: OrderedDict[int, None] = OrderedDict()
 
     def __len__(self) -> int:
-        return len(self._front) + len(self._main) + len(self._protected)
+        return len(self._front) + len(self._cold) + len(self._main) + len(self._protected)
 
     @property
     def num_protected(self) -> int:
@@ -49,7 +50,8 @@ class FreeBlockQueue:
         return len(self._front)
 
     def __contains__(self, block_id: int) -> bool:
-        return block_id in self._main or block_id in self._protected or block_id in self._front
+        return (block_id in self._main or block_id in self._protected or block_id in self._cold
+                or block_id in self._front)
 
     def is_protected(self, block_id: int) -> bool:
         return block_id in self._protected
@@ -67,6 +69,13 @@ class FreeBlockQueue:
         main = self._main
         for block_id in block_ids:
             main[block_id] = None
+
+    def extend_cold(self, block_ids: Iterable[int]) -> None:
+        """Queue each block in order at the back of the cold segment: after the uncached front,
+        before every block of the main segment (not checked)."""
+        cold = self._cold
+        for block_id in block_ids:
+            cold[block_id] = None
 
     def append_protected(self, block_id: int) -> None:
         """Queue `block_id` at the back of the protected segment (evicted last)."""
@@ -94,18 +103,22 @@ class FreeBlockQueue:
             del self._main[block_id]
         elif block_id in self._protected:
             del self._protected[block_id]
+        elif block_id in self._cold:
+            del self._cold[block_id]
         else:
             assert block_id in self._front, f"block {block_id} is not free"
             self._front.remove(block_id)
 
     def remove_many(self, block_ids: Iterable[int]) -> None:
         """`remove` each queued block."""
-        main, protected, front = self._main, self._protected, self._front
+        main, protected, cold, front = self._main, self._protected, self._cold, self._front
         for block_id in block_ids:
             if block_id in main:
                 del main[block_id]
             elif block_id in protected:
                 del protected[block_id]
+            elif block_id in cold:
+                del cold[block_id]
             else:
                 front.remove(block_id)  # ValueError if not queued
 
@@ -127,6 +140,17 @@ class FreeBlockQueue:
                 del protected[block_id]
                 main[block_id] = None
 
+    def uncool(self, block_ids: Iterable[int]) -> None:
+        """Move each block still in the cold segment to the back of the main segment."""
+        cold, main = self._cold, self._main
+        for block_id in block_ids:
+            if block_id in cold:
+                del cold[block_id]
+                main[block_id] = None
+
+    def is_cold(self, block_id: int) -> bool:
+        return block_id in self._cold
+
     def popleft(self) -> int:
         """Unlink and return the front block id. The queue must not be empty."""
         return self.popleft_n(1)[0]
@@ -145,7 +169,7 @@ class FreeBlockQueue:
         block_ids = front[::-1]
         front.clear()
         remaining = num_blocks - len(block_ids)
-        for segment in (self._main, self._protected):
+        for segment in (self._cold, self._main, self._protected):
             taken = list(islice(segment, remaining))
             for block_id in taken:
                 del segment[block_id]
@@ -157,12 +181,12 @@ class FreeBlockQueue:
 
     def __iter__(self) -> Iterator[int]:
         """Front to back, main segment then protected. Not for hot paths."""
-        return chain(reversed(self._front), list(self._main), list(self._protected))
+        return chain(reversed(self._front), list(self._cold), list(self._main), list(self._protected))
 
     def check_integrity(self) -> None:
         """Every block id is in range and queued once, in one segment."""
-        front, main, protected = self._front, list(self._main), list(self._protected)
-        everything = front + main + protected
+        front, cold, main, protected = self._front, list(self._cold), list(self._main), list(self._protected)
+        everything = front + cold + main + protected
         assert len(set(everything)) == len(everything), "free queue: a block is queued twice"
         assert all(0 <= b < self.num_blocks for b in everything), "free queue: block id out of range"
         assert len(self) == len(everything), "free queue: length"

@@ -5,23 +5,31 @@ keeps running releases its out-of-window sliding blocks (or its old Mamba checkp
 while it still holds the full-attention blocks of the same prefix; admissions evict those first
 and the prefix's hit dies although most of it is still resident (vLLM #45238, #48435). So:
 
-1. Protection. Cached blocks a running request releases early go to the pool's protected
-   segment: admissions may not count them as free (unless they are part of the admitted
-   request's hit) and allocations take them only after every unprotected block. With sparse
-   sliding retention these are exactly the windows before the prefix's hit points (a shared
-   system prompt's tail, a conversation's junction) and the last Mamba checkpoint.
-2. Release order. When the request stops (finished or preempted), its held blocks reach the LRU
+1. Branch points are protected. A request whose prefix hit ends where another request's hit
+   ended (the prefix hash of the last full-attention block of the hit, see HitPointCounter) stands on
+   a prefix that requests share and diverge after, such as a system prompt: later requests will
+   hit there again, and need the window before it. The cached blocks it releases early go to the
+   pool's protected segment: admissions may not count them as free (unless they are part of the
+   admitted request's hit) and allocations take them only after every unprotected block.
+2. Everything else released early is cold. A request whose hit point no other request shared
+   (a conversation's previous turn: its next turn will hit further, past this request's end)
+   releases windows that only a retry of an old prompt could use; they go to the cold segment,
+   evicted before every other cached block. Plain LRU keeps them as fresh as what was just
+   used, and in multi-session traffic they push out the conversations' histories.
+3. Release order. When the request stops (finished or preempted), its held blocks reach the LRU
    back in descending token position across all groups (ties: later groups first), so the
    prefix shrinks from its tail in every group at once instead of group after group; then its
    protected blocks become ordinary and move behind them, so the few blocks that complete its
    hit points go last.
 
-Measured on the Gemma-3-27B shared-prefix simulation (10k requests, hkv layout on an H100) the
-hit rate goes from 1.1 % (LRU) to 51.6 % (16.5 % while a stopping request also unprotected the
-blocks that other requests had protected since under the same ids, see BlockPool.unprotect). A cascade that demoted the other groups' blocks of a
-prefix once one group's block was evicted was tried and dropped: it lowered that hit rate to 12 %
-(it also demotes the full-attention blocks that let the next request find the junction) and
-cost 30 % more time.
+Measured with benchmarks/bench_simulate.py (Gemma-3-27B, windows of 1,024): on 10,000 requests
+over 16 shared system prompts the hit rate goes from 1.4 % (LRU) to about 48 %; on 16
+round-robin sessions the protection of every early release (the rule before branch points) lost
+to LRU (12.4 % vs 25.6 %): it kept each conversation's dead junction window protected while the
+histories the next turns needed were evicted. A cascade that demoted the other groups' blocks of
+a prefix once one group's block was evicted was tried and dropped: it lowered the shared-prefix
+hit rate to 12 % (it also demotes the full-attention blocks that let the next request find the
+junction) and cost 30 % more time.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from itertools import chain
 
 from hkv.runtime.block_pool import NULL_BLOCK_ID
 from hkv.runtime.cache_config import FreeOrder
+from hkv.runtime.hit_point_counter import HitPointCounter
 from hkv.runtime.kind_manager import KindManager
 from hkv.runtime.kv_cache_coordinator import KVCacheCoordinator
 from hkv.runtime.lru_eviction import LruEviction
@@ -40,12 +49,27 @@ class GroupAwareEviction(LruEviction):
     def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool,
                  free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST) -> None:
         super().__init__(coordinator, enable_caching, free_order)  # free_order: not used here
+        # A live hit point holds at least one cached block: no more of them than blocks.
+        self._hit_points = HitPointCounter(max(1, sum(pool.num_usable_blocks for pool in coordinator.pool_list)))
         for pool in coordinator.pool_list:
             pool.protect_early_releases = enable_caching
 
+    def note_admission(self, request: Request, hit_len: int) -> None:
+        """Count the request's hit point and decide whether what it releases early is protected
+        (its hit ends where another request's did) or cold."""
+        prefix_hash = self.coordinator.hit_point_hash(request.block_hashes, request.closed_hit_len, hit_len)
+        request.protects_early_releases = prefix_hash is not None and self._hit_points.count(prefix_hash) >= 2
+
     def free_request(self, request: Request) -> None:
-        """Release every held block in descending token position across groups, then let the
-        blocks it protected age behind them."""
+        """Warm the cold blocks the hit at the request's final length needs (a window's first
+        block, the last checkpoint: released early, yet what its next turn hits), release every
+        held block in descending token position across groups, then let the blocks it protected
+        age behind them."""
+        if self.enable_caching:
+            alignment = self.coordinator.hit_alignment
+            final_len = request.num_computed_tokens // alignment * alignment
+            for pool, block_id in self.coordinator.released_hit_blocks(request, final_len):
+                pool.warm((block_id,))
         for managers in self._managers_of_pool:
             if managers:
                 managers[0].pool.release_blocks(self._release_order(request, managers))

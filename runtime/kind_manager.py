@@ -180,7 +180,7 @@ class KindManager:
             # Tail first: a released cached block goes to the LRU back, so later positions of
             # the prefix are evicted before the earlier positions they depend on.
             released.reverse()
-            release_early(released, request.protected_block_ids[gid])
+            release_early(released, request.protected_block_ids[gid], request.protects_early_releases)
             m.num_early_released_blocks += len(released) - released.count(NULL_BLOCK_ID)
             blocks[start:stop] = nulls
             request.num_skipped_blocks[gid] = stop

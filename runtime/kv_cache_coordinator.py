@@ -134,6 +134,36 @@ class KVCacheCoordinator:
             result.append(blocks)
         return tuple(result)
 
+    def hit_point_hash(self, block_hashes: list[bytes], closed_len: int, hit_len: int) -> bytes | None:
+        """The prefix hash where a request's hit ends: that of the last block of its
+        full-attention hit (`closed_len`) in the first downward-closed group, or of its hybrid
+        hit (`hit_len`) in group 0 when no group is downward-closed; None for an empty hit."""
+        if self._closed_batches:
+            m, hit_point = self._closed_batches[0].manager, closed_len
+        else:
+            m, hit_point = self.managers[0], hit_len
+        num_blocks = hit_point // m.block_size
+        return block_hashes[num_blocks * m.hash_stride - 1] if num_blocks else None
+
+    def released_hit_blocks(self, request: Request, hit_len: int) -> list[tuple[BlockPool, int]]:
+        """(pool, block id) of each cached block that a hit of `hit_len` tokens on the request's
+        own prefix needs in a position where the request's table already holds the null block
+        (released early: a window's first blocks, the last checkpoint). `request.block_hashes`
+        must cover hit_len tokens."""
+        found = []
+        for m in self.managers:
+            table = request.block_ids[m.group_id]
+            first, last = m.hit_first_block(hit_len), min(hit_len // m.block_size, len(table))
+            if first >= last or NULL_BLOCK_ID not in table[first:last]:
+                continue
+            cached, stride = m.pool.cached_map(m.group_id), m.hash_stride
+            for pos in range(first, last):
+                if table[pos] == NULL_BLOCK_ID:
+                    block_id = cached.get(request.block_hashes[(pos + 1) * stride - 1])
+                    if block_id is not None:
+                        found.append((m.pool, block_id))
+        return found
+
     # ---- request lifecycle -------------------------------------------------------------------
 
     def init_tables(self, request: Request) -> None:

@@ -107,6 +107,7 @@ class KVCacheManager:
         # Full attention reaches further than the hybrid hit: a shared-prefix junction where the
         # other groups should keep what a later hit needs (SlidingRetention.HIT_POINTS).
         request.expected_hit_lens = [closed_len] if closed_len > hit_len else []
+        request.closed_hit_len = closed_len
         return hit_len
 
     def hit_blocks(self, request: Request, hit_len: int) -> ComputedBlocks:
@@ -207,6 +208,8 @@ class KVCacheManager:
         num_total = min(num_main + num_lookahead_tokens, self.max_model_len)
         if not coordinator.fits(coordinator.num_blocks_to_allocate(request, hit, num_total, num_main)):
             return None
+        if is_admission and self.enable_caching:
+            self.eviction.note_admission(request, num_new_computed_tokens)
         if hit is not None:
             coordinator.adopt_hit(request, hit, num_new_computed_tokens)
         new_blocks = coordinator.allocate_new_blocks(request, num_total, num_main)
@@ -280,6 +283,7 @@ class KVCacheManager:
         request.num_skipped_blocks = []
         request.state_copies.clear()
         request.expected_hit_lens = []
+        request.protects_early_releases = False
         request.steady_until_computed = 0
         request.steady_until_tokens = 0
         self._requests.pop(request.request_id, None)

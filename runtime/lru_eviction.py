@@ -18,6 +18,10 @@ class LruEviction:
         self._managers_of_pool = [[m for m in coordinator.managers if m.pool is pool]
                                   for pool in coordinator.pool_list]
 
+    def note_admission(self, request: Request, hit_len: int) -> None:
+        """A request with a prefix hit of `hit_len` tokens is admitted (its last lookup set
+        `request.closed_hit_len`). Plain LRU keeps no record of hits."""
+
     def free_request(self, request: Request) -> None:
         """Release every block the request holds (see FreeOrder), each group tail first."""
         managers = self.coordinator.managers

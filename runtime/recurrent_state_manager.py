@@ -77,7 +77,8 @@ class RecurrentStateManager(KindManager):
         source = blocks[held[-1]] if held else None
         while len(held) >= self.num_state_blocks:
             pos = held.pop(0)
-            self.pool.release_early((blocks[pos],), request.protected_block_ids[gid])
+            self.pool.release_early((blocks[pos],), request.protected_block_ids[gid],
+                                    request.protects_early_releases)
             blocks[pos] = NULL_BLOCK_ID
             self.num_early_released_blocks += 1
         blocks.extend([NULL_BLOCK_ID] * (live_pos - len(blocks)))

@@ -20,7 +20,7 @@ class Request:
     `block_ids[g][i]` is the block holding tokens [i * block_size_g, (i + 1) * block_size_g) of
     group g (the null block where the group skips them). The KV cache manager owns `block_ids`,
     `num_cached_blocks`, `num_skipped_blocks`, `protected_block_ids`, `state_copies`,
-    `expected_hit_lens` and the
+    `expected_hit_lens`, `closed_hit_len`, `protects_early_releases` and the
     `steady_until_*` bounds;
     the scheduler owns the rest.
     `block_hashes` holds one hash per full hash block, appended incrementally (see block_hash.py).
@@ -34,7 +34,7 @@ class Request:
         "protected_block_ids",
         "status",
         "num_preemptions", "steady_until_computed", "steady_until_tokens", "state_copies",
-        "expected_hit_lens",
+        "expected_hit_lens", "closed_hit_len", "protects_early_releases",
     )
 
     def __init__(
@@ -72,6 +72,11 @@ class Request:
         # Lengths where a later request is expected to hit this one's prefix (sparse caching of
         # sliding-window blocks, see SlidingRetention); set by the KV cache manager.
         self.expected_hit_lens: list[int] = []
+        # The full-attention (downward-closed) hit of the last lookup, and whether the blocks
+        # this request releases early are protected (group-aware eviction, see
+        # GroupAwareEviction.note_admission); set by the KV cache manager.
+        self.closed_hit_len = 0
+        self.protects_early_releases = False
 
     @property
     def num_tokens(self) -> int:

@@ -96,10 +96,10 @@ def test_early_releases_can_be_protected() -> None:
     pool.cache_block(a, H1, 0)
     pool.cache_block(b, H2, 0)
     owner: list[int] = []
-    pool.release_early([a], owner)
-    assert owner == []  # not protecting: an ordinary release
+    pool.release_early([a], owner, protect=True)
+    assert owner == []  # the pool does not protect: an ordinary release
     pool.protect_early_releases = True
-    pool.release_early([b, c], owner)
+    pool.release_early([b, c], owner, protect=True)
     assert owner == [b]  # c is uncached: plain free, front
     assert list(pool._queue) == [c, 4, 5, a, b] and pool.is_protected(b)
     assert (pool.num_free_blocks, pool.num_unprotected_free_blocks, pool.num_protected_blocks) == (5, 4, 1)
@@ -107,6 +107,37 @@ def test_early_releases_can_be_protected() -> None:
     pool.unprotect(owner)
     assert not pool.is_protected(b) and pool.num_unprotected_free_blocks == 1
     pool.check_integrity([(c, 0), (4, 0), (5, 0), (a, 0)])
+
+
+def test_early_releases_not_protected_go_cold() -> None:
+    """Pool of 7 (null + 6). A cached block released early without protection is evicted
+    after the uncached free blocks but before every other cached block, older ones included."""
+    pool = BlockPool(0, 7, num_groups=1)
+    pool.protect_early_releases = True
+    a, b, c, d = pool.allocate(4, 0)
+    for block_id, block_hash in ((a, H1), (b, H2), (c, H3)):
+        pool.cache_block(block_id, block_hash, 0)
+    pool.release_blocks([a])  # an ordinary cached release: main segment
+    owner: list[int] = []
+    pool.release_early([b, d], owner, protect=False)  # b cached: cold; d uncached: front
+    pool.release_early([c], owner, protect=True)  # protected
+    assert owner == [c]
+    assert list(pool._queue) == [d, 5, 6, b, a, c]
+    assert (pool.num_free_blocks, pool.num_unprotected_free_blocks) == (6, 5)
+    assert pool.allocate(4, 0) == [d, 5, 6, b]  # the cold block is evicted before a
+    assert pool.get_cached_block(H2, 0) is None and pool.get_cached_block(H1, 0) == a
+    pool.check_integrity([(d, 0), (5, 0), (6, 0), (b, 0)])
+
+
+def test_cold_block_hit_leaves_the_queue() -> None:
+    pool = BlockPool(0, 4, num_groups=1)
+    pool.protect_early_releases = True
+    a, b = pool.allocate(2, 0)
+    pool.cache_block(a, H1, 0)
+    pool.release_early([a], [], protect=False)
+    pool.touch([a], 0)
+    assert pool.num_free_blocks == 1 and pool.ref_cnt[a] == 1
+    pool.check_integrity([(a, 0), (b, 0)])
 
 
 def test_unprotect_leaves_blocks_protected_since_by_another_owner() -> None:
@@ -118,11 +149,11 @@ def test_unprotect_leaves_blocks_protected_since_by_another_owner() -> None:
     second: list[int] = []
     a, b = pool.allocate(2, 0)
     pool.cache_block(a, H1, 0)
-    pool.release_early([a], first)
+    pool.release_early([a], first, protect=True)
     assert first == [a] and pool.is_protected(a)
     assert pool.allocate(1, 0) == [a]  # the only free block: evicted although protected
     pool.cache_block(a, H2, 0)
-    pool.release_early([a], second)
+    pool.release_early([a], second, protect=True)
     pool.unprotect(first)
     assert pool.is_protected(a)
     pool.unprotect(second)

@@ -124,3 +124,22 @@ def test_pops_cross_from_front_to_main_to_protected() -> None:
     assert queue.popleft_n(2) == [6, 8]
     assert list(queue) == [9] and queue.count_protected([9, 8, 1]) == 1
     queue.check_integrity()
+
+
+def test_cold_segment_sits_between_front_and_main() -> None:
+    """front [3] | cold [7, 4] | main [5] | protected [8]: pops and removals see that order."""
+    queue = FreeBlockQueue(10, [])
+    queue.extend([5])
+    queue.extend_protected([8])
+    queue.extend_cold([7, 4])
+    queue.appendleft(3)
+    queue.check_integrity()
+    assert list(queue) == [3, 7, 4, 5, 8] and len(queue) == 5 and 4 in queue
+    queue.remove(7)  # a hit on a cold block
+    assert list(queue) == [3, 4, 5, 8]
+    assert queue.popleft_n(3) == [3, 4, 5]
+    assert list(queue) == [8] and 4 not in queue
+    queue.extend_cold([4, 2])
+    queue.remove_many([2])
+    assert queue.popleft_n(2) == [4, 8]
+    queue.check_integrity()

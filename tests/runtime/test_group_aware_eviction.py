@@ -38,7 +38,9 @@ def finished_pair(policy: EvictionPolicy) -> tuple[KVCacheManager, Request, Requ
     of full attention cached each).
 
         LRU:          queue = [uncached ..., ckpt_a, ckpt_b, a_full1, a_full0, b_full1, b_full0]
-        group-aware:  queue = [uncached ..., a_full1, a_full0, ckpt_a, b_full1, b_full0, ckpt_b]
+        group-aware:  queue = [uncached ..., ckpt_a, a_full1, a_full0, ckpt_b, b_full1, b_full0]
+                      (each checkpoint, cold while its request ran, is warmed when it stops:
+                      it is what the request's next turn hits)
     """
     layout = make_layout([make_group(FULL, 4), make_group(RECURRENT, 4, num_state_blocks=1)], [16],
                          max_model_len=64, in_flight_tokens=16)
@@ -88,6 +90,8 @@ def running_with_released_window(policy: EvictionPolicy) -> tuple[KVCacheManager
                         CacheConfig(eviction_policy=policy, sliding_retention=SlidingRetention.ALL))
     a = Request("a", list(range(10)), 4)
     kv.allocate_slots(a, 10)  # full 1..5, sliding 6..10
+    # As if a stood on a branch point (test_branch_point_rule checks when a request does).
+    a.protects_early_releases = True
     a.num_computed_tokens = 10
     a.append_output_token(1)
     kv.allocate_slots(a, 1)  # 10 computed: sliding positions 0..3 released (blocks 6..9)
@@ -126,6 +130,54 @@ def test_protected_blocks_become_ordinary_when_the_request_stops() -> None:
     # a's held blocks by descending position (full 5 and sliding 10 at position 4 were not fully
     # computed: uncached, front), then its early releases, oldest release first.
     assert list(pool._queue)[-8:] == [4, 3, 2, 1] + released
+    kv.check_integrity()
+
+
+def run_prefill(kv: KVCacheManager, request: Request) -> None:
+    """Admit `request` with its prefix hit and compute its whole prompt."""
+    hit = kv.get_computed_blocks(request)
+    assert kv.allocate_slots(request, request.num_tokens - hit.num_tokens, hit.num_tokens, hit) is not None
+    request.num_computed_tokens = request.num_tokens
+
+
+def test_branch_point_rule() -> None:
+    """Full (block 2) + sliding (W = 3, block 2), dense retention, 40 blocks. A seed request
+    caches tokens 0..9. x and y both hit its first 8 tokens and diverge: y is the second request
+    whose hit ends at 8, so it stands on a branch point and protects what it releases early; x
+    (the first) does not. z, x's next turn, hits x's whole 14-token history: a point nobody else
+    ended at, so it does not protect either; its early releases are cold."""
+    groups = [make_group(FULL, 2), make_group(SLIDING, 2, window=3)]
+    kv = KVCacheManager(make_layout(groups, [40], max_model_len=64),
+                        CacheConfig(eviction_policy=EvictionPolicy.GROUP_AWARE,
+                                    sliding_retention=SlidingRetention.ALL))
+    seed = Request("seed", list(range(10)), 1)
+    run_prefill(kv, seed)
+    kv.free(seed)
+    x = Request("x", list(range(8)) + [60, 61, 62, 63, 64, 65], 2)
+    y = Request("y", list(range(8)) + [70, 71, 72, 73, 74, 75], 2)
+    for request in (x, y):
+        run_prefill(kv, request)
+        assert request.closed_hit_len == 8
+    assert (x.protects_early_releases, y.protects_early_releases) == (False, True)
+    pool = kv.pools[0]
+    # Sliding positions 4, 5 (tokens 8..11) are each request's own; position 3 is the seed's
+    # block, in both hits.
+    x_own, y_own, shared = x.block_ids[1][4:6], y.block_ids[1][4:6], x.block_ids[1][3]
+    assert y.block_ids[1][3] == shared
+    for request in (x, y):
+        request.append_output_token(1)
+        kv.allocate_slots(request, 1)  # 14 computed: sliding positions 0..5 released
+    assert [(pool.is_cold(b), pool.is_protected(b)) for b in x_own] == [(True, False)] * 2
+    assert x.protected_block_ids[1] == []
+    # y released the shared block last (x's release left it in use): protected with y's own.
+    assert sorted(y.protected_block_ids[1]) == sorted([*y_own, shared])
+    assert all(pool.is_protected(b) for b in y.protected_block_ids[1])
+    kv.check_integrity()
+    x.num_computed_tokens += 1
+    kv.free(x)
+    z = Request("z", [*x.token_ids, 80, 81, 82], 1)
+    run_prefill(kv, z)
+    assert z.closed_hit_len == 14 and not z.protects_early_releases
     kv.check_integrity()
 
 
