@@ -2,9 +2,9 @@
 
 1. Speed: N requests (default 100,000) through the Gemma-3-27B `hkv` layout on an H100 budget.
 2. Eviction, group-aware vs plain LRU (vLLM's policy), prefix-cache hit rates on Gemma-3-27B
-   (sliding windows of 1,024 tokens): (a) a multi-session round-robin trace with a pool too
-   small to keep every session; (b) 10,000 requests over 16 shared system prompts on an H100
-   budget.
+   (sliding windows of 1,024 tokens): (a) multi-session round-robin traces with pools too
+   small to keep every session (16 sessions in 12 GiB, 24 in 20 GiB); (b) 10,000 requests over
+   16 shared system prompts on an H100 budget.
 
 Usage: python benchmarks/bench_simulate.py [--requests 100000] [--skip-speed]
 """
@@ -80,11 +80,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=100_000)
     parser.add_argument("--skip-speed", action="store_true")
-    parser.add_argument("--kv-gib", type=float, default=12.0)
-    parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--turns", type=int, default=6)
     args = parser.parse_args()
-    eviction(args.kv_gib, args.sessions, args.turns)
+    for kv_gib, sessions in ((12.0, 16), (20.0, 24)):
+        eviction(kv_gib, sessions, args.turns)
     eviction_shared_prefix()
     if not args.skip_speed:
         speed(args.requests)
