@@ -184,3 +184,31 @@ def test_branch_point_rule() -> None:
 def test_lru_does_not_protect() -> None:
     kv, released = running_with_released_window(EvictionPolicy.LRU)
     assert not any(kv.pools[0].is_protected(b) for b in released)
+
+
+def test_stop_warms_the_cold_block_its_final_hit_needs() -> None:
+    """Full (block 4) + sliding (W = 3, block 2): hits align to 4 tokens. A 10-token prompt
+    caches its resend window (hit at 8 needs sliding position 3, tokens 6..7). One decode step
+    (10 computed) releases sliding positions 0..3 early: position 3 is cached and, with no
+    shared hit point, goes cold. The request stops at 11 computed tokens: its final hit is at 8,
+    which needs that cold block, so the stop moves it to the main segment first, ahead of the
+    request's held blocks."""
+    groups = [make_group(FULL, 4), make_group(SLIDING, 2, window=3)]
+    kv = KVCacheManager(make_layout(groups, [24], max_model_len=32),
+                        CacheConfig(eviction_policy=EvictionPolicy.GROUP_AWARE))
+    a = Request("a", list(range(10)), 2)
+    run_prefill(kv, a)
+    pos3 = a.block_ids[1][3]
+    a.append_output_token(1)
+    kv.allocate_slots(a, 1)
+    pool = kv.pools[0]
+    assert a.block_ids[1][3] == 0 and pool.is_cold(pos3)
+    a.num_computed_tokens += 1
+    held_full = [b for b in a.block_ids[0] if pool.block_hash[b] is not None]
+    kv.free(a)
+    queue = list(pool._queue)
+    assert not pool.is_cold(pos3) and pos3 in queue
+    assert queue.index(pos3) < min(queue.index(b) for b in held_full)
+    kv.check_integrity()
+    again = Request("again", [*range(10), 1, 5], 1)
+    assert kv.get_computed_blocks(again).num_tokens == 8
