@@ -343,7 +343,8 @@ class BlockPool:
         held = list(map(is_not, holders, repeat(None)))
         held_ids, held_hashes = list(compress(block_ids, held)), list(compress(block_hashes, held))
         if not self.keep_duplicates:  # only keys held by a cached-free copy change hands
-            free_holder = list(map(not_, map(self.ref_cnt.__getitem__, compress(holders, held))))
+            ref_cnt = self.ref_cnt
+            free_holder = [not ref_cnt[h] for h in holders if h is not None]  # one per held key
             if not any(free_holder):
                 return len(new_ids)
             held_ids, held_hashes = list(compress(held_ids, free_holder)), list(compress(held_hashes, free_holder))
@@ -425,15 +426,15 @@ class BlockPool:
                 f"{tag}: cached block {block_id} in the queue's front part (evicted unchecked)")
             queued = block_id in queued_blocks
             assert queued == (ref == 0), f"{tag}: block {block_id} ref_cnt {ref} but queued={queued}"
-            group_id = self.block_group[block_id]
+            owner_group = self.block_group[block_id]
             block_hash = self.block_hash[block_id]
             if ref:
                 num_in_use += 1
-                assert group_id is not None, f"{tag}: in-use block {block_id} has no group"
-                in_use_by_group[group_id] += 1
+                assert owner_group is not None, f"{tag}: in-use block {block_id} has no group"
+                in_use_by_group[owner_group] += 1
             elif block_hash is None:
                 num_free += 1
-                assert group_id is None, f"{tag}: free block {block_id} still owned by group {group_id}"
+                assert owner_group is None, f"{tag}: free block {block_id} still owned by group {owner_group}"
             else:
                 num_cached_free += 1
             assert not self._queue.is_protected(block_id) or block_hash is not None, (
@@ -441,10 +442,10 @@ class BlockPool:
             assert not self._queue.is_cold(block_id) or block_hash is not None, (
                 f"{tag}: cold block {block_id} is not cached")
             if block_hash is not None:
-                assert group_id is not None and (
-                    self._cached[group_id].get(block_hash) == block_id
-                    or block_id in self._duplicates[group_id].get(block_hash, ())), (
-                    f"{tag}: block {block_id} hashed but not in the map of group {group_id}")
+                assert owner_group is not None and (
+                    self._cached[owner_group].get(block_hash) == block_id
+                    or block_id in self._duplicates[owner_group].get(block_hash, ())), (
+                    f"{tag}: block {block_id} hashed but not in the map of group {owner_group}")
         assert num_free + num_cached_free + num_in_use == self.num_usable_blocks, f"{tag}: lost blocks"
         assert in_use_by_group == self.num_in_use_by_group, (
             f"{tag}: in-use counters {self.num_in_use_by_group} != {in_use_by_group}")

@@ -199,7 +199,7 @@ class KVCacheCoordinator:
         for m, pool_index in zip(self.leads, self._lead_pool_index, strict=True):
             hit_blocks = hit[m.group_id] if hit is not None else ()
             need = m.num_blocks_to_allocate(request, hit_blocks, num_tokens, num_main_tokens) * len(m.gids)
-            if hit_blocks:
+            if hit_blocks and hit is not None:
                 num_free = m.pool.num_free_among
                 for gid in m.gids:
                     need += num_free(hit[gid])
