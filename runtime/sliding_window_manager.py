@@ -48,10 +48,16 @@ class SlidingWindowManager(KindManager):
         if stop <= start:
             return
         size = self.block_size
-        for hit_len in request.expected_hit_lens:
-            first, last = max(start, self.num_skipped_blocks(hit_len)), min(stop, hit_len // size)
+        # Windows of nearby hit points overlap (a junction and the prompt end): cache their
+        # union, each position once.
+        ranges = sorted((max(start, self.num_skipped_blocks(hit_len)), min(stop, hit_len // size))
+                        for hit_len in request.expected_hit_lens)
+        covered = start
+        for first, last in ranges:
+            first = max(first, covered)
             if first < last:
                 self._cache_range(request, first, last)
+                covered = last
         for gid in self.gids:
             request.num_cached_blocks[gid] = stop
 
