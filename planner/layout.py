@@ -62,11 +62,13 @@ def _full_blocks(g: KVCacheGroup, seq_len: int, t: int) -> int:
 
 def _sliding_blocks(g: KVCacheGroup, seq_len: int, t: int) -> int:
     window = g.spec.window_len  # type: ignore[union-attr]
+    assert window is not None, "sliding group without a window"
     return cdiv(min(window - 1 + t, seq_len), g.block_size) + 1
 
 
 def _chunked_blocks(g: KVCacheGroup, seq_len: int, t: int) -> int:
     chunk = g.spec.chunk_len  # type: ignore[union-attr]
+    assert chunk is not None, "chunked group without a chunk length"
     return cdiv(min(chunk + t, seq_len), g.block_size)
 
 
