@@ -178,7 +178,9 @@ class KVCacheManager:
         `new_computed_blocks` (covering `num_new_computed_tokens`; only for a request holding
         nothing) and allocates every group's new blocks, or, if any pool lacks free blocks,
         returns None with no block taken; with CacheTiming.SCHEDULED it then caches the blocks the
-        step fills (its tokens up to num_tokens). Returns the new block ids per group. Does not change
+        step fills (its tokens up to num_tokens). On admission the eviction policy first notes the
+        request's hit point (group-aware: whether its early releases are protected).
+        Returns the new block ids per group. Does not change
         `request.num_computed_tokens`: the caller adds the hit and computed tokens.
         The identical object `no_new_blocks` is returned when nothing was allocated.
         """
