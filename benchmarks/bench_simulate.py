@@ -38,42 +38,36 @@ def speed(num_requests: int) -> None:
           f"{report.num_finished:,} finished")
 
 
-def eviction(kv_gib: float, sessions: int, turns: int) -> None:
-    model = load_model_spec("gemma-3-27b")
-    cfg = PlanConfig(available_kv_memory_bytes=int(kv_gib * 2**30), max_model_len=32768)
-    spec = f"sessions:sessions={sessions},turns={turns},prompt=512,output=128,seed=3"
+def compare_policies(title: str, spec: str, cfg: PlanConfig, max_num_seqs: int) -> None:
+    """Run the workload through the `vllm` and `hkv` layouts of Gemma-3-27B under LRU and
+    group-aware eviction; print each run and the hit-rate ratio per layout."""
     workload = generate_workload(parse_workload(spec))
-    print(f"eviction: {spec} on gemma-3-27b with {kv_gib} GiB of KV memory")
+    reports = plan(load_model_spec("gemma-3-27b"), cfg).reports
+    print(f"eviction: {spec} on gemma-3-27b, {title}")
     for layout_name in ("vllm", "hkv"):
-        layout = plan(model, cfg).reports[layout_name].layout
+        layout = reports[layout_name].layout
         rates = {}
         for policy in (EvictionPolicy.LRU, EvictionPolicy.GROUP_AWARE):
-            sim_cfg = SimulationConfig(SchedulerConfig(8192, 64), CacheConfig(eviction_policy=policy))
+            sim_cfg = SimulationConfig(SchedulerConfig(8192, max_num_seqs), CacheConfig(eviction_policy=policy))
             report = Simulator(layout, workload, sim_cfg).run()
             rates[policy] = report.prefix_hit_rate
             print(f"  {layout_name:>5} layout, {policy.value:>11}: hit rate {report.prefix_hit_rate:6.1%}, "
                   f"{report.num_evictions:,} evictions, {report.num_steps:,} steps, "
-                  f"{report.num_tokens_processed:,} tokens computed")
+                  f"{report.num_preemptions:,} preemptions, {report.num_tokens_processed:,} tokens computed")
         lru, aware = rates[EvictionPolicy.LRU], rates[EvictionPolicy.GROUP_AWARE]
         print(f"  {layout_name:>5} layout: group-aware / LRU hit rate = {aware / lru if lru else float('inf'):.2f}x")
+
+
+def eviction(kv_gib: float, sessions: int, turns: int) -> None:
+    compare_policies(f"{kv_gib} GiB of KV memory",
+                     f"sessions:sessions={sessions},turns={turns},prompt=512,output=128,seed=3",
+                     PlanConfig(available_kv_memory_bytes=int(kv_gib * 2**30), max_model_len=32768), 64)
 
 
 def eviction_shared_prefix(num_requests: int = 10_000) -> None:
-    model = load_model_spec("gemma-3-27b")
-    spec = f"shared-prefix:n={num_requests},prefix=1024,prompt=64-512,output=16-128,prefixes=16,seed=1"
-    workload = generate_workload(parse_workload(spec))
-    print(f"eviction: {spec} on gemma-3-27b, h100 budget, max_model_len 8192")
-    for layout_name in ("vllm", "hkv"):
-        layout = plan(model, PlanConfig(gpu="h100", max_model_len=8192)).reports[layout_name].layout
-        rates = {}
-        for policy in (EvictionPolicy.LRU, EvictionPolicy.GROUP_AWARE):
-            sim_cfg = SimulationConfig(SchedulerConfig(8192, 256), CacheConfig(eviction_policy=policy))
-            report = Simulator(layout, workload, sim_cfg).run()
-            rates[policy] = report.prefix_hit_rate
-            print(f"  {layout_name:>5} layout, {policy.value:>11}: hit rate {report.prefix_hit_rate:6.1%}, "
-                  f"{report.num_steps:,} steps, {report.num_preemptions:,} preemptions")
-        lru, aware = rates[EvictionPolicy.LRU], rates[EvictionPolicy.GROUP_AWARE]
-        print(f"  {layout_name:>5} layout: group-aware / LRU hit rate = {aware / lru if lru else float('inf'):.2f}x")
+    compare_policies("h100 budget, max_model_len 8192",
+                     f"shared-prefix:n={num_requests},prefix=1024,prompt=64-512,output=16-128,prefixes=16,seed=1",
+                     PlanConfig(gpu="h100", max_model_len=8192), 256)
 
 
 def main() -> None:

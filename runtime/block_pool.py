@@ -290,7 +290,7 @@ class BlockPool:
     def warm(self, block_ids: Sequence[int]) -> None:
         """Move the given blocks that are in the cold segment (see release_early) to the back of
         the main segment; others are left where they are."""
-        self._queue.uncool(block_ids)
+        self._queue.warm(block_ids)
 
     def is_cold(self, block_id: int) -> bool:
         return self._queue.is_cold(block_id)

@@ -66,16 +66,12 @@ class FreeBlockQueue:
 
     def extend(self, block_ids: Iterable[int]) -> None:
         """`append` each block in order (not checked: check_integrity catches a block queued twice)."""
-        main = self._main
-        for block_id in block_ids:
-            main[block_id] = None
+        self._main.update(dict.fromkeys(block_ids))
 
     def extend_cold(self, block_ids: Iterable[int]) -> None:
         """Queue each block in order at the back of the cold segment: after the uncached front,
         before every block of the main segment (not checked)."""
-        cold = self._cold
-        for block_id in block_ids:
-            cold[block_id] = None
+        self._cold.update(dict.fromkeys(block_ids))
 
     def append_protected(self, block_id: int) -> None:
         """Queue `block_id` at the back of the protected segment (evicted last)."""
@@ -84,9 +80,7 @@ class FreeBlockQueue:
 
     def extend_protected(self, block_ids: Iterable[int]) -> None:
         """`append_protected` each block in order (not checked)."""
-        protected = self._protected
-        for block_id in block_ids:
-            protected[block_id] = None
+        self._protected.update(dict.fromkeys(block_ids))
 
     def appendleft(self, block_id: int) -> None:
         """Queue `block_id` at the front (reused first). It must not be queued."""
@@ -99,18 +93,11 @@ class FreeBlockQueue:
 
     def remove(self, block_id: int) -> None:
         """Unlink a queued block from anywhere in the queue."""
-        if block_id in self._main:
-            del self._main[block_id]
-        elif block_id in self._protected:
-            del self._protected[block_id]
-        elif block_id in self._cold:
-            del self._cold[block_id]
-        else:
-            assert block_id in self._front, f"block {block_id} is not free"
-            self._front.remove(block_id)
+        assert block_id in self, f"block {block_id} is not free"
+        self.remove_many((block_id,))
 
     def remove_many(self, block_ids: Iterable[int]) -> None:
-        """`remove` each queued block."""
+        """`remove` each queued block (ValueError for one that is not queued)."""
         main, protected, cold, front = self._main, self._protected, self._cold, self._front
         for block_id in block_ids:
             if block_id in main:
@@ -120,7 +107,7 @@ class FreeBlockQueue:
             elif block_id in cold:
                 del cold[block_id]
             else:
-                front.remove(block_id)  # ValueError if not queued
+                front.remove(block_id)
 
     def move_to_front(self, block_id: int) -> None:
         """Make a queued block the next one to be reused."""
@@ -134,18 +121,17 @@ class FreeBlockQueue:
 
     def unprotect(self, block_ids: Iterable[int]) -> None:
         """Move each block still in the protected segment to the back of the main segment."""
-        protected, main = self._protected, self._main
-        for block_id in block_ids:
-            if block_id in protected:
-                del protected[block_id]
-                main[block_id] = None
+        self._move_to_main(self._protected, block_ids)
 
-    def uncool(self, block_ids: Iterable[int]) -> None:
+    def warm(self, block_ids: Iterable[int]) -> None:
         """Move each block still in the cold segment to the back of the main segment."""
-        cold, main = self._cold, self._main
+        self._move_to_main(self._cold, block_ids)
+
+    def _move_to_main(self, segment: OrderedDict[int, None], block_ids: Iterable[int]) -> None:
+        main = self._main
         for block_id in block_ids:
-            if block_id in cold:
-                del cold[block_id]
+            if block_id in segment:
+                del segment[block_id]
                 main[block_id] = None
 
     def is_cold(self, block_id: int) -> bool:
