@@ -23,7 +23,7 @@ def render_simulation(reports: list[SimulationReport], console: Console) -> None
         ("evictions", lambda r: f"{r.num_evictions:,}"),
         ("KV usage mean / peak", lambda r: f"{r.mean_kv_usage:.1%} / {r.peak_kv_usage:.1%}"),
         ("simulated time", lambda r: f"{r.simulated_s:,.1f} s"),
-        ("wall time", lambda r: f"{r.wall_s:,.1f} s"),
+        ("wall time", lambda r: f"{r.wall_s:,.1f} s ({r.runtime_build} build)"),
     ]
     for label, cell in rows:
         table.add_row(label, *(cell(r) for r in reports))

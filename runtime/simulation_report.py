@@ -34,4 +34,5 @@ class SimulationReport:
     peak_kv_usage: float
     simulated_s: float
     wall_s: float
+    runtime_build: str  # "python" or "mypyc" (a compiled install, see setup.py): only speed differs
     groups: tuple[GroupUsage, ...]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from operator import add
 
 from hkv.planner.layout import Layout
+from hkv.runtime.build_info import runtime_build
 from hkv.runtime.cache_config import CacheConfig
 from hkv.runtime.kv_cache_manager import KVCacheManager
 from hkv.runtime.request import Request
@@ -162,6 +163,7 @@ class Simulator:
             peak_kv_usage=self._usage_peak,
             simulated_s=self.now_s,
             wall_s=self._wall_s,
+            runtime_build=runtime_build(),
             groups=groups,
         )
 

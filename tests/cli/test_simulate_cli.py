@@ -19,6 +19,7 @@ def test_workload_all_layouts_json():
     assert set(reports) == {"hkv", "vllm", "vllm-no-hybrid", "partitioned"}
     for r in reports.values():
         assert r["num_finished"] == 40 and not r["interrupted"]
+        assert r["runtime_build"] in ("python", "mypyc")
         # 40 prompts of 1,536 tokens share 1,024 (past the 1,024-token window, so sliding blocks get released)
         assert r["prefix_hit_rate"] > 0.4  # up to 39 x 1,024 of 40 x 1,536 tokens can hit
     # sliding groups release out-of-window blocks; the no-hybrid layout has none
