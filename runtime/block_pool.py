@@ -20,13 +20,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from itertools import compress, repeat
-from operator import is_, is_not, not_, sub
 
 from hkv.runtime.free_block_queue import FreeBlockQueue
 
 NULL_BLOCK_ID = 0
-_SMALL = 4  # up to this many blocks, one at a time beats the bulk (C-level map) paths
 
 
 class BlockPool:
@@ -141,33 +138,18 @@ class BlockPool:
 
     def touch(self, block_ids: Sequence[int], group_id: int) -> None:
         """Take one more reference on each non-null block (cache hits); free ones leave the queue."""
-        if len(block_ids) <= _SMALL:
-            ref_cnt, block_group, queue = self.ref_cnt, self.block_group, self._queue
-            for block_id in block_ids:
-                if block_id == NULL_BLOCK_ID:
-                    continue
-                assert block_group[block_id] == group_id, (
-                    f"block {block_id} of group {block_group[block_id]} touched for group {group_id}")
-                if ref_cnt[block_id] == 0:
-                    queue.remove(block_id)
-                    self.num_in_use_by_group[group_id] += 1
-                ref_cnt[block_id] += 1
-            return
-        blocks = list(filter(None, block_ids))  # drops the null block (id 0)
-        if not blocks:
-            return
-        ref_cnt = self.ref_cnt
-        groups = list(map(self.block_group.__getitem__, blocks))
-        assert groups.count(group_id) == len(blocks), (
-            f"blocks {[b for b, g in zip(blocks, groups, strict=True) if g != group_id]} of other groups "
-            f"touched for group {group_id}")
-        refs = list(map(ref_cnt.__getitem__, blocks))
-        num_free = refs.count(0)
-        if num_free:
-            self._queue.remove_many(compress(blocks, map(not_, refs)))
-            self.num_in_use_by_group[group_id] += num_free
-        for block_id in blocks:
+        ref_cnt, block_group, queue = self.ref_cnt, self.block_group, self._queue
+        num_free = 0
+        for block_id in block_ids:
+            if block_id == NULL_BLOCK_ID:
+                continue
+            assert block_group[block_id] == group_id, (
+                f"block {block_id} of group {block_group[block_id]} touched for group {group_id}")
+            if ref_cnt[block_id] == 0:
+                queue.remove(block_id)
+                num_free += 1
             ref_cnt[block_id] += 1
+        self.num_in_use_by_group[group_id] += num_free
 
     def release(self, block_id: int) -> None:
         """Drop one reference. At zero the block is queued: cached ones at the back of the main
@@ -206,53 +188,6 @@ class BlockPool:
         """Drop one reference per block; queue the uncached ones reaching zero at the front and,
         with `queue_cached`, the cached ones at the back of the main segment. Returns the cached
         ones reaching zero that were left unqueued (none with `queue_cached`)."""
-        if len(block_ids) <= _SMALL:
-            return self._release_few(block_ids, queue_cached)
-        ref_cnt, block_group = self.ref_cnt, self.block_group
-        blocks = list(filter(None, block_ids))  # drops the null block (id 0)
-        refs = list(map(ref_cnt.__getitem__, blocks))
-        if refs.count(1) == len(blocks):  # the usual case: every block reaches zero
-            freed = blocks
-            for block_id in blocks:
-                ref_cnt[block_id] = 0
-        else:
-            assert 0 not in refs, f"release of free block(s) {[b for b, r in zip(blocks, refs) if not r]}"
-            refs = list(map(sub, refs, repeat(1)))
-            for block_id, ref in zip(blocks, refs):
-                ref_cnt[block_id] = ref
-            freed = list(compress(blocks, map(not_, refs)))
-            if not freed:
-                return []
-        in_use = self.num_in_use_by_group
-        groups = list(map(block_group.__getitem__, freed))
-        first_group = groups[0] if groups else None
-        if groups.count(first_group) == len(groups):
-            if groups:
-                in_use[first_group] -= len(groups)  # type: ignore[index]
-        else:
-            for group_id in set(groups):
-                in_use[group_id] -= groups.count(group_id)  # type: ignore[index]
-        hashes = list(map(self.block_hash.__getitem__, freed))
-        num_uncached = hashes.count(None)
-        queue = self._queue
-        if num_uncached:
-            uncached = freed if num_uncached == len(freed) else list(compress(freed, map(is_, hashes, repeat(None))))
-            for block_id in uncached:
-                block_group[block_id] = None
-            # Front and back insertions commute; the first uncached block ends up first.
-            queue.extendleft(reversed(uncached))
-            if num_uncached == len(freed):
-                return []
-            cached = list(compress(freed, map(is_not, hashes, repeat(None))))
-        else:
-            cached = freed
-        if queue_cached:
-            queue.extend(cached)
-            return []
-        return cached
-
-    def _release_few(self, block_ids: Sequence[int], queue_cached: bool) -> list[int]:
-        """`_release` one block at a time (cheaper for a few blocks)."""
         ref_cnt, block_hash, block_group = self.ref_cnt, self.block_hash, self.block_group
         in_use = self.num_in_use_by_group
         cached: list[int] = []
@@ -307,51 +242,8 @@ class BlockPool:
 
     def cache_blocks(self, block_ids: Sequence[int], block_hashes: Sequence[bytes], group_id: int) -> int:
         """`cache_block` for each (block, hash) pair of in-use blocks of `group_id` (not checked
-        here: check_integrity catches a violation); null blocks are skipped. Returns how many
-        were registered. Keys are distinct (a chain's hashes), so the pairs are independent."""
-        if len(block_ids) <= _SMALL:
-            return self._cache_pairs(block_ids, block_hashes, group_id)
-        assert len(block_ids) == len(block_hashes), "one hash per block"
-        cached = self._cached[group_id]
-        hash_of = self.block_hash
-        # Drop null and already hashed blocks (C-level selections).
-        current = list(map(hash_of.__getitem__, block_ids))
-        num_unhashed = current.count(None)
-        if NULL_BLOCK_ID in block_ids:
-            kept = [(b, h) for b, h, c in zip(block_ids, block_hashes, current) if b and c is None]
-            block_ids, block_hashes = [b for b, _ in kept], [h for _, h in kept]
-        elif num_unhashed != len(current):
-            if not num_unhashed:
-                return 0
-            unhashed = list(map(is_, current, repeat(None)))
-            block_ids, block_hashes = list(compress(block_ids, unhashed)), list(compress(block_hashes, unhashed))
-        # Keys nobody holds: registered at once.
-        holders = list(map(cached.get, block_hashes))
-        num_free_keys = holders.count(None)
-        if num_free_keys == len(holders):
-            new_ids, new_hashes = block_ids, block_hashes
-        else:
-            free_keys = list(map(is_, holders, repeat(None)))
-            new_ids, new_hashes = list(compress(block_ids, free_keys)), list(compress(block_hashes, free_keys))
-        if new_ids:
-            cached.update(zip(new_hashes, new_ids))
-            for block_id, block_hash in zip(new_ids, new_hashes):
-                hash_of[block_id] = block_hash
-        if num_free_keys == len(holders):
-            return len(new_ids)
-        # Keys held by another block.
-        held = list(map(is_not, holders, repeat(None)))
-        held_ids, held_hashes = list(compress(block_ids, held)), list(compress(block_hashes, held))
-        if not self.keep_duplicates:  # only keys held by a cached-free copy change hands
-            ref_cnt = self.ref_cnt
-            free_holder = [not ref_cnt[h] for h in holders if h is not None]  # one per held key
-            if not any(free_holder):
-                return len(new_ids)
-            held_ids, held_hashes = list(compress(held_ids, free_holder)), list(compress(held_hashes, free_holder))
-        return len(new_ids) + self._cache_pairs(held_ids, held_hashes, group_id)
-
-    def _cache_pairs(self, block_ids: Sequence[int], block_hashes: Sequence[bytes], group_id: int) -> int:
-        """`cache_blocks` one pair at a time."""
+        here: check_integrity catches a violation); null and already hashed blocks are skipped.
+        Returns how many were registered."""
         cached = self._cached[group_id]
         hash_of, ref_cnt = self.block_hash, self.ref_cnt
         keep_duplicates = self.keep_duplicates
@@ -359,21 +251,19 @@ class BlockPool:
         for block_id, block_hash in zip(block_ids, block_hashes, strict=True):
             if block_id == NULL_BLOCK_ID or hash_of[block_id] is not None:
                 continue
-            holder = cached.get(block_hash)
-            if holder is not None and keep_duplicates:
-                self._duplicates[group_id].setdefault(block_hash, []).append(block_id)
-                hash_of[block_id] = block_hash
-                num_cached += 1
-                continue
-            if holder is not None:
-                if ref_cnt[holder] > 0:
+            holder = cached.setdefault(block_hash, block_id)  # one lookup: registers a free key
+            if holder != block_id:
+                if keep_duplicates:
+                    self._duplicates[group_id].setdefault(block_hash, []).append(block_id)
+                elif ref_cnt[holder] > 0:
                     continue
-                # The key is held by a cached-free duplicate: keep the in-use copy, free the other.
-                hash_of[holder] = None
-                self.block_group[holder] = None
-                self._queue.move_to_front(holder)
-                self.num_replaced += 1
-            cached[block_hash] = block_id
+                else:
+                    # The key is held by a cached-free duplicate: keep the in-use copy, free the other.
+                    hash_of[holder] = None
+                    self.block_group[holder] = None
+                    self._queue.move_to_front(holder)
+                    self.num_replaced += 1
+                    cached[block_hash] = block_id
             hash_of[block_id] = block_hash
             num_cached += 1
         return num_cached
@@ -382,9 +272,7 @@ class BlockPool:
         """How many of the non-null `block_ids` are free (ref_cnt 0): a hit takes them out of
         the free queue."""
         ref_cnt = self.ref_cnt
-        if len(block_ids) <= _SMALL:
-            return sum(1 for b in block_ids if b != NULL_BLOCK_ID and ref_cnt[b] == 0)
-        return list(map(ref_cnt.__getitem__, filter(None, block_ids))).count(0)
+        return sum(1 for b in block_ids if b != NULL_BLOCK_ID and ref_cnt[b] == 0)
 
     def num_held_or_protected(self, block_ids: Sequence[int]) -> int:
         """How many of the non-null `block_ids` (nulls leading, as in a hit) are in use or
