@@ -138,18 +138,20 @@ class BlockPool:
 
     def touch(self, block_ids: Sequence[int], group_id: int) -> None:
         """Take one more reference on each non-null block (cache hits); free ones leave the queue."""
-        ref_cnt, block_group, queue = self.ref_cnt, self.block_group, self._queue
-        num_free = 0
+        ref_cnt, block_group = self.ref_cnt, self.block_group
+        free: list[int] = []
         for block_id in block_ids:
             if block_id == NULL_BLOCK_ID:
                 continue
             assert block_group[block_id] == group_id, (
                 f"block {block_id} of group {block_group[block_id]} touched for group {group_id}")
-            if ref_cnt[block_id] == 0:
-                queue.remove(block_id)
-                num_free += 1
-            ref_cnt[block_id] += 1
-        self.num_in_use_by_group[group_id] += num_free
+            ref = ref_cnt[block_id]
+            if ref == 0:
+                free.append(block_id)
+            ref_cnt[block_id] = ref + 1
+        if free:
+            self._queue.remove_many(free)
+            self.num_in_use_by_group[group_id] += len(free)
 
     def release(self, block_id: int) -> None:
         """Drop one reference. At zero the block is queued: cached ones at the back of the main

@@ -57,7 +57,8 @@ class FreeBlockQueue:
         return block_id in self._protected
 
     def count_protected(self, block_ids: Iterable[int]) -> int:
-        return sum(map(self._protected.__contains__, block_ids))
+        protected = self._protected
+        return sum(1 for block_id in block_ids if block_id in protected)
 
     def append(self, block_id: int) -> None:
         """Queue `block_id` at the back of the main segment. It must not be queued."""
@@ -66,12 +67,12 @@ class FreeBlockQueue:
 
     def extend(self, block_ids: Iterable[int]) -> None:
         """`append` each block in order (not checked: check_integrity catches a block queued twice)."""
-        self._main.update(dict.fromkeys(block_ids))
+        self._extend(self._main, block_ids)
 
     def extend_cold(self, block_ids: Iterable[int]) -> None:
         """Queue each block in order at the back of the cold segment: after the uncached front,
         before every block of the main segment (not checked)."""
-        self._cold.update(dict.fromkeys(block_ids))
+        self._extend(self._cold, block_ids)
 
     def append_protected(self, block_id: int) -> None:
         """Queue `block_id` at the back of the protected segment (evicted last)."""
@@ -80,7 +81,13 @@ class FreeBlockQueue:
 
     def extend_protected(self, block_ids: Iterable[int]) -> None:
         """`append_protected` each block in order (not checked)."""
-        self._protected.update(dict.fromkeys(block_ids))
+        self._extend(self._protected, block_ids)
+
+    @staticmethod
+    def _extend(segment: OrderedDict[int, None], block_ids: Iterable[int]) -> None:
+        # A loop: OrderedDict.update inserts through the generic mapping path, 3x slower.
+        for block_id in block_ids:
+            segment[block_id] = None
 
     def appendleft(self, block_id: int) -> None:
         """Queue `block_id` at the front (reused first). It must not be queued."""
