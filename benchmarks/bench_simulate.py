@@ -7,6 +7,8 @@
    16 shared system prompts on an H100 budget.
 
 Usage: python benchmarks/bench_simulate.py [--requests 100000] [--skip-speed]
+The speed line names the build: run it from a HKV_COMPILE=1 install (see setup.py) for the
+compiled figure, from the editable install for pure Python.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ def speed(num_requests: int) -> None:
     workload = generate_workload(parse_workload(spec))
     gen_s = time.perf_counter() - start
     report = Simulator(layout, workload, SimulationConfig(SchedulerConfig(8192, 256))).run()
-    print(f"speed: {num_requests:,} requests ({spec}) through gemma-3-27b/hkv on h100: "
+    print(f"speed: {num_requests:,} requests ({spec}) through gemma-3-27b/hkv on h100, "
+          f"{report.runtime_build} build: "
           f"generate {gen_s:.1f} s + simulate {report.wall_s:.1f} s wall; {report.num_steps:,} steps, "
           f"{report.num_tokens_processed:,} tokens, hit rate {report.prefix_hit_rate:.1%}, "
           f"{report.num_finished:,} finished")
