@@ -9,7 +9,8 @@ Block states (every usable block is in exactly one):
     free         ref_cnt == 0, queued, no hash, no group
     cached-free  ref_cnt == 0, queued, hashed under (block hash, group id): a prefix-cache entry
                  that is reused on a hit and evicted (hash dropped) when popped for allocation;
-                 protected or cold if a running request released it early (see release_early)
+                 protected or cold if a running request released it early (see release_early),
+                 reserved if a request waiting at the head of the queue would hit it (see reserve)
 
 With `keep_duplicates` (vLLM's map) several blocks may hold one (block hash, group id) key: the
 earliest registered one still cached serves hits, the later ones wait in `_duplicates` in
@@ -63,8 +64,13 @@ class BlockPool:
         return self._queue.num_protected
 
     @property
+    def num_reserved_blocks(self) -> int:
+        return self._queue.num_reserved
+
+    @property
     def num_unprotected_free_blocks(self) -> int:
-        """Free blocks an admission may take: the protected segment is left to running requests."""
+        """Free blocks an admission may take: the protected segment is left to running requests
+        (reserved blocks count: a reservation only orders evictions)."""
         return len(self._queue) - self._queue.num_protected
 
     def get_cached_block(self, block_hash: bytes, group_id: int) -> int | None:
@@ -232,6 +238,22 @@ class BlockPool:
     def is_cold(self, block_id: int) -> bool:
         return self._queue.is_cold(block_id)
 
+    def reserve(self, block_ids: Sequence[int]) -> None:
+        """Make the reserved segment (evicted after the main segment, before the protected one)
+        hold exactly the given cached-free blocks, the first one evicted first; blocks not
+        cached-free or protected are skipped, and the ones reserved before that are not given
+        move to the back of the main segment (see FreeBlockQueue.reserve)."""
+        self._queue.reserve(block_ids)
+
+    def reserve_front(self, block_ids: Sequence[int]) -> None:
+        """Put the given cached-free blocks of the main or cold segment at the front of the
+        reserved segment, in order, ahead of those reserved before (see
+        FreeBlockQueue.reserve_front); others are skipped."""
+        self._queue.reserve_front(block_ids)
+
+    def is_reserved(self, block_id: int) -> bool:
+        return self._queue.is_reserved(block_id)
+
     def is_protected(self, block_id: int) -> bool:
         return self._queue.is_protected(block_id)
 
@@ -331,6 +353,8 @@ class BlockPool:
                 f"{tag}: protected block {block_id} is not cached")
             assert not self._queue.is_cold(block_id) or block_hash is not None, (
                 f"{tag}: cold block {block_id} is not cached")
+            assert not self._queue.is_reserved(block_id) or block_hash is not None, (
+                f"{tag}: reserved block {block_id} is not cached")
             if block_hash is not None:
                 assert owner_group is not None and (
                     self._cached[owner_group].get(block_hash) == block_id

@@ -2,26 +2,33 @@
 
 The front is evicted/reused first, the back last. Blocks are only ever inserted at the front or
 appended at the back of a segment, and removed from the front or from anywhere (a hit), so the
-queue is three containers whose bulk operations run at C speed:
+queue is five containers whose bulk operations run at C speed:
 
     front (a list used as a stack: its LAST item is the queue's first)   b3 b7          <- appendleft
-    main  (an ordered dict, insertion order = queue order)               b1 b9 b4       <- append
+    cold  (an ordered dict, insertion order = queue order)               b6             <- extend_cold
+    main  (an ordered dict)                                              b1 b9 b4       <- append
+    reserved (an ordered dict, replaced as a whole)                      b5 b11         <- reserve
     protected (an ordered dict)                                          b2 b8          <- append_protected
 
-    queue order:  b7 b3 | b1 b9 b4 | b2 b8        main segment = front + main; protected last
+    queue order:  b7 b3 | b6 | b1 b9 b4 | b5 b11 | b2 b8
 
-Main segment: uncached free blocks are pushed to its front (reused first, nothing is lost),
-cached free blocks appended to its back (least recently used first). Protected segment: cached
-blocks that should outlive the main segment (group-aware eviction puts there what running
-requests released early); pops reach it only once the main segment is empty. Removing a block
-from the middle is O(1) in the dicts (the pool only removes cached blocks, which are never in
-`front`) and O(len(front)) there.
+Main segment: uncached free blocks are pushed to the front (reused first, nothing is lost),
+cached free blocks appended to the back of main (least recently used first). Cold segment:
+cached blocks evicted before every other cached block (group-aware eviction puts there what a
+running request released early and only a retry could hit). Reserved segment: the cached hits
+of the requests waiting at the head of the scheduler's queue (group-aware eviction, see
+`reserve`), in the order they should be evicted; they count as free for admissions like the
+segments before them. Protected segment: cached blocks that should outlive everything else
+(group-aware eviction puts there what running requests released early at branch points); pops
+reach it only once every other segment is empty. Removing a block from the middle is O(1) in
+the dicts (the pool only removes cached blocks, which are never in `front`) and O(len(front))
+there.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, islice
 
 
@@ -35,14 +42,20 @@ class FreeBlockQueue:
         self._front.reverse()
         self._cold: OrderedDict[int, None] = OrderedDict()
         self._main: OrderedDict[int, None] = OrderedDict()
+        self._reserved: OrderedDict[int, None] = OrderedDict()
         self._protected: OrderedDict[int, None] = OrderedDict()
 
     def __len__(self) -> int:
-        return len(self._front) + len(self._cold) + len(self._main) + len(self._protected)
+        return (len(self._front) + len(self._cold) + len(self._main) + len(self._reserved)
+                + len(self._protected))
 
     @property
     def num_protected(self) -> int:
         return len(self._protected)
+
+    @property
+    def num_reserved(self) -> int:
+        return len(self._reserved)
 
     @property
     def num_front(self) -> int:
@@ -51,7 +64,7 @@ class FreeBlockQueue:
 
     def __contains__(self, block_id: int) -> bool:
         return (block_id in self._main or block_id in self._protected or block_id in self._cold
-                or block_id in self._front)
+                or block_id in self._reserved or block_id in self._front)
 
     def is_protected(self, block_id: int) -> bool:
         return block_id in self._protected
@@ -106,6 +119,7 @@ class FreeBlockQueue:
     def remove_many(self, block_ids: Iterable[int]) -> None:
         """`remove` each queued block (ValueError for one that is not queued)."""
         main, protected, cold, front = self._main, self._protected, self._cold, self._front
+        reserved = self._reserved
         for block_id in block_ids:
             if block_id in main:
                 del main[block_id]
@@ -113,6 +127,8 @@ class FreeBlockQueue:
                 del protected[block_id]
             elif block_id in cold:
                 del cold[block_id]
+            elif block_id in reserved:
+                del reserved[block_id]
             else:
                 front.remove(block_id)
 
@@ -144,12 +160,53 @@ class FreeBlockQueue:
     def is_cold(self, block_id: int) -> bool:
         return block_id in self._cold
 
+    def is_reserved(self, block_id: int) -> bool:
+        return block_id in self._reserved
+
+    def reserve(self, block_ids: Iterable[int]) -> None:
+        """Make the reserved segment hold exactly the given blocks that are queued in the cold,
+        main or reserved segment, in the given order (the first one is evicted first); blocks
+        that are protected (they outlive a reservation), in the front part or not queued are
+        skipped. Blocks it held that are not among them move, in their reserved order, to the
+        back of the main segment. O(len(block_ids) + old reservation)."""
+        old, main, cold = self._reserved, self._main, self._cold
+        new: OrderedDict[int, None] = OrderedDict()
+        for block_id in block_ids:
+            if block_id in old:
+                del old[block_id]
+            elif block_id in main:
+                del main[block_id]
+            elif block_id in cold:
+                del cold[block_id]
+            else:
+                continue  # a repeat, protected, front or not queued
+            new[block_id] = None
+        self._extend(main, old)
+        self._reserved = new
+
+    def reserve_front(self, block_ids: Sequence[int]) -> None:
+        """Put the given blocks that are queued in the cold or main segment at the front of the
+        reserved segment, in the given order (the first one is evicted first), ahead of the
+        blocks reserved before; others (already reserved, protected, front, not queued) are
+        skipped. O(len(block_ids))."""
+        reserved, main, cold = self._reserved, self._main, self._cold
+        for block_id in reversed(block_ids):
+            if block_id in main:
+                del main[block_id]
+            elif block_id in cold:
+                del cold[block_id]
+            else:
+                continue
+            reserved[block_id] = None
+            reserved.move_to_end(block_id, last=False)
+
     def popleft(self) -> int:
         """Unlink and return the front block id. The queue must not be empty."""
         return self.popleft_n(1)[0]
 
     def popleft_n(self, num_blocks: int) -> list[int]:
-        """Unlink and return the first `num_blocks` block ids (main segment first)."""
+        """Unlink and return the first `num_blocks` block ids in queue order (front, cold, main,
+        reserved, protected)."""
         assert num_blocks <= len(self), f"pop of {num_blocks} from a free queue of {len(self)}"
         front = self._front
         if num_blocks <= len(front):
@@ -162,7 +219,7 @@ class FreeBlockQueue:
         block_ids = front[::-1]
         front.clear()
         remaining = num_blocks - len(block_ids)
-        for segment in (self._cold, self._main, self._protected):
+        for segment in (self._cold, self._main, self._reserved, self._protected):
             taken = list(islice(segment, remaining))
             for block_id in taken:
                 del segment[block_id]
@@ -173,13 +230,15 @@ class FreeBlockQueue:
         return block_ids
 
     def __iter__(self) -> Iterator[int]:
-        """Front to back, main segment then protected. Not for hot paths."""
-        return chain(reversed(self._front), list(self._cold), list(self._main), list(self._protected))
+        """Front to back: front, cold, main, reserved, protected. Not for hot paths."""
+        return chain(reversed(self._front), list(self._cold), list(self._main), list(self._reserved),
+                     list(self._protected))
 
     def check_integrity(self) -> None:
         """Every block id is in range and queued once, in one segment."""
-        front, cold, main, protected = self._front, list(self._cold), list(self._main), list(self._protected)
-        everything = front + cold + main + protected
+        front, cold, main = self._front, list(self._cold), list(self._main)
+        reserved, protected = list(self._reserved), list(self._protected)
+        everything = front + cold + main + reserved + protected
         assert len(set(everything)) == len(everything), "free queue: a block is queued twice"
         assert all(0 <= b < self.num_blocks for b in everything), "free queue: block id out of range"
         assert len(self) == len(everything), "free queue: length"

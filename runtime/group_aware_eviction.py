@@ -41,18 +41,26 @@ because the reservation must be recomputed on nearly every admission).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from itertools import chain
 
 from hkv.runtime.block_pool import NULL_BLOCK_ID
 from hkv.runtime.cache_config import FreeOrder
 from hkv.runtime.hit_point_counter import HitPointCounter
 from hkv.runtime.kind_manager import KindManager
-from hkv.runtime.kv_cache_coordinator import KVCacheCoordinator
+from hkv.runtime.kv_cache_coordinator import HitBlocks, KVCacheCoordinator
 from hkv.runtime.lru_eviction import LruEviction
 from hkv.runtime.request import Request
 
 
+# Waiting requests after the head are reserved only while their hits' cached-free blocks stay
+# within this share of each pool's usable blocks (the head's always are).
+RESERVED_SHARE = 0.5
+
+
 class GroupAwareEviction(LruEviction):
+    reserves_waiting_hits = True
+
     def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool,
                  free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST) -> None:
         super().__init__(coordinator, enable_caching, free_order)  # free_order: not used here
@@ -68,6 +76,51 @@ class GroupAwareEviction(LruEviction):
         prefix_hash = self.coordinator.hit_point_hash(request.block_hashes, request.closed_hit_len, hit_len)
         request.protects_early_releases = prefix_hash is not None and self._hit_points.count(prefix_hash) >= 2
 
+    def reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
+        """Reserve the cached-free blocks of the hits of the requests waiting at the head of the
+        queue (`hits`: head first): they are evicted after the main segment, the hits of
+        requests further back first, the head's last; within a hit, by descending position
+        across groups. A block several hits share belongs to the first of them. Requests after
+        the head are taken while every pool's reserved blocks stay within RESERVED_SHARE of it.
+        Blocks reserved before and not now go to the back of the main segment."""
+        pools = self.coordinator.pool_list
+        limits = [pool.num_usable_blocks * RESERVED_SHARE for pool in pools]
+        totals = [0] * len(pools)
+        taken: list[set[int]] = [set() for _ in pools]  # per pool: blocks of earlier hits
+        reserved: list[list[list[int]]] = []  # per request, per pool: its blocks, first evicted first
+        for hit in hits:
+            per_pool = []
+            for managers, pool, seen in zip(self._managers_of_pool, pools, taken, strict=True):
+                ref_cnt = pool.ref_cnt
+                per_pool.append([b for b in self._tail_first(hit, managers)
+                                 if b != NULL_BLOCK_ID and not ref_cnt[b] and b not in seen])
+            totals = [t + len(p) for t, p in zip(totals, per_pool, strict=True)]
+            if reserved and any(t > limit for t, limit in zip(totals, limits, strict=True)):
+                break
+            reserved.append(per_pool)
+            for seen, blocks in zip(taken, per_pool, strict=True):
+                seen.update(blocks)
+        reserved.reverse()
+        for i, pool in enumerate(pools):
+            pool.reserve(list(chain.from_iterable(per_pool[i] for per_pool in reserved)))
+
+    def reserve_more(self, hits: Iterable[HitBlocks]) -> None:
+        """Reserve the hits of requests that joined the back of the reserved ones (`hits`: in
+        queue order), each ahead of everything reserved before (evicted first), which keeps
+        reserve_hits' order. Blocks reserved already stay with their earlier request; a request
+        whose blocks would take a pool past RESERVED_SHARE is left out."""
+        pools = self.coordinator.pool_list
+        for hit in hits:
+            per_pool = []
+            for managers, pool in zip(self._managers_of_pool, pools, strict=True):
+                ref_cnt = pool.ref_cnt
+                per_pool.append([b for b in self._tail_first(hit, managers) if b != NULL_BLOCK_ID and not ref_cnt[b]])
+            if any(pool.num_reserved_blocks + len(blocks) > pool.num_usable_blocks * RESERVED_SHARE
+                   for pool, blocks in zip(pools, per_pool, strict=True)):
+                continue
+            for pool, blocks in zip(pools, per_pool, strict=True):
+                pool.reserve_front(blocks)
+
     def free_request(self, request: Request) -> None:
         """Warm the cold blocks the hit at the request's final length needs (a window's first
         block, the last checkpoint: released early, yet what its next turn hits), release every
@@ -80,20 +133,20 @@ class GroupAwareEviction(LruEviction):
                 pool.warm((block_id,))
         for managers in self._managers_of_pool:
             if managers:
-                managers[0].pool.release_blocks(self._release_order(request, managers))
+                managers[0].pool.release_blocks(self._tail_first(request.block_ids, managers))
         self.coordinator.unprotect(request)
 
     @staticmethod
-    def _release_order(request: Request, managers: list[KindManager]) -> list[int]:
-        """The request's blocks of these groups by descending end position (ties: later group
-        first); null entries included (release skips them)."""
-        tables = [request.block_ids[m.group_id] for m in reversed(managers)]
+    def _tail_first(block_ids: Sequence[Sequence[int]], managers: list[KindManager]) -> list[int]:
+        """The blocks of these groups' tables (`block_ids[group id]`: a request's, or a hit) by
+        descending end position (ties: later group first); null entries included."""
+        tables = [block_ids[m.group_id] for m in reversed(managers)]
         if len({m.block_size for m in managers}) == 1:
             length = max(len(t) for t in tables)
             columns = [[NULL_BLOCK_ID] * (length - len(t)) + t[::-1] for t in tables]
             return list(chain.from_iterable(zip(*columns, strict=True)))
         keyed = [((pos + 1) * m.block_size, -i, block_id)
                  for i, m in enumerate(managers)
-                 for pos, block_id in enumerate(request.block_ids[m.group_id]) if block_id != NULL_BLOCK_ID]
+                 for pos, block_id in enumerate(block_ids[m.group_id]) if block_id != NULL_BLOCK_ID]
         keyed.sort(reverse=True)
         return [block_id for _, _, block_id in keyed]

@@ -12,7 +12,8 @@ Typical use by a scheduler (synchronous: one batch in flight):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from math import lcm
 from typing import NamedTuple
 
@@ -22,7 +23,7 @@ from hkv.runtime.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.cache_config import CacheConfig, CacheTiming, DuplicateBlocks, EvictionPolicy
 from hkv.runtime.cache_stats import CacheStats
 from hkv.runtime.group_aware_eviction import GroupAwareEviction
-from hkv.runtime.kv_cache_coordinator import KVCacheCoordinator
+from hkv.runtime.kv_cache_coordinator import HitBlocks, KVCacheCoordinator
 from hkv.runtime.lru_eviction import LruEviction
 from hkv.runtime.recurrent_state_manager import RecurrentStateManager
 from hkv.runtime.request import Request
@@ -71,6 +72,10 @@ class KVCacheManager:
         self._admission_needs: dict[tuple[int, int | None], list[int]] = {}  # admission_blocked's bounds
         self._num_query_tokens = 0
         self._num_hit_tokens = 0
+        # reserve_waiting_hits: the ids of the waiting requests whose hits are reserved, head first.
+        self._reserved_for: tuple[str, ...] = ()
+        self._reserving = (self.enable_caching and self.eviction.reserves_waiting_hits
+                           and self.config.reserved_waiting_requests > 0)
 
     @property
     def num_groups(self) -> int:
@@ -115,6 +120,48 @@ class KVCacheManager:
         if hit_len == 0:
             return self._empty_hit
         return ComputedBlocks(self.coordinator.hit_blocks(request.block_hashes, hit_len), hit_len)
+
+    def reserve_waiting_hits(self, waiting: Iterable[Request]) -> None:
+        """The scheduler could not admit the head of `waiting` (its queue, in admission order;
+        requests holding nothing): let the eviction policy keep the cached hits of the first
+        `config.reserved_waiting_requests` of them, so that evictions take the hits of requests
+        further back first and the head's last (GROUP_AWARE; otherwise, or with caching off,
+        nothing happens). Incremental: when the requests reserved before, less the ones
+        admitted from the head, still lead the queue, only the requests behind them are looked
+        up (`find_hit_len`, which extends their hashes) and reserved ahead of the others;
+        otherwise (a preempted request went first) every hit is looked up again. The blocks of a
+        reservation that are hit, evicted or released meanwhile simply leave it."""
+        if not self._reserving:
+            return
+        first = tuple(islice(waiting, self.config.reserved_waiting_requests))
+        reserved_for = tuple(r.request_id for r in first)
+        old = self._reserved_for
+        if reserved_for == old:
+            return
+        self._reserved_for = reserved_for
+        if old and reserved_for:
+            queued = set(reserved_for)
+            num_gone = 0  # admitted since: they led the queue
+            while num_gone < len(old) and old[num_gone] not in queued:
+                num_gone += 1
+            kept = old[num_gone:]
+            if reserved_for[:len(kept)] == kept:
+                self.eviction.reserve_more(self._hits(first[len(kept):]))
+                return
+        self.eviction.reserve_hits(self._hits(first))
+
+    def drop_reservation(self) -> None:
+        """Nothing waits any more: reserved blocks move to the back of the main segment."""
+        if self._reserved_for:
+            self._reserved_for = ()
+            self.eviction.reserve_hits(())
+
+    def _hits(self, requests: Iterable[Request]) -> Iterator[HitBlocks]:
+        """The prefix hit blocks of each request with a hit, looked up when consumed."""
+        for request in requests:
+            hit_len = self.find_hit_len(request)
+            if hit_len:
+                yield self.hit_blocks(request, hit_len).block_ids
 
     # ---- admission and allocation ------------------------------------------------------------
 

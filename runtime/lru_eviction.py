@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from hkv.runtime.cache_config import FreeOrder
-from hkv.runtime.kv_cache_coordinator import KVCacheCoordinator
+from hkv.runtime.kv_cache_coordinator import HitBlocks, KVCacheCoordinator
 from hkv.runtime.request import Request
 
 
 class LruEviction:
     """Frees requests so that, per group, tail blocks are evicted before their parents."""
+
+    reserves_waiting_hits = False  # see reserve_hits
 
     def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool,
                  free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST) -> None:
@@ -21,6 +25,15 @@ class LruEviction:
     def note_admission(self, request: Request, hit_len: int) -> None:
         """A request with a prefix hit of `hit_len` tokens is admitted (its last lookup set
         `request.closed_hit_len`). Plain LRU keeps no record of hits."""
+
+    def reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
+        """The hits of the requests waiting at the head of the queue, head first (each a lookup:
+        consume only what is used). Policies with `reserves_waiting_hits` order their cached-free
+        blocks; the manager does not call the others. Plain LRU keeps no record of hits."""
+
+    def reserve_more(self, hits: Iterable[HitBlocks]) -> None:
+        """`reserve_hits` for requests that joined the back of the reserved ones (see
+        GroupAwareEviction); plain LRU keeps no record of hits."""
 
     def free_request(self, request: Request) -> None:
         """Release every block the request holds (see FreeOrder), each group tail first."""

@@ -143,3 +143,36 @@ def test_cold_segment_sits_between_front_and_main() -> None:
     queue.remove_many([2])
     assert queue.popleft_n(2) == [4, 8]
     queue.check_integrity()
+
+
+@pytest.mark.parametrize(("reserve", "expected", "expected_reserved"), [
+    # Queue: front [1] | cold [2] | main [3, 4, 5] | protected [6]; reserve() then pop order.
+    ([5, 3], [1, 2, 4, 5, 3, 6], [5, 3]),
+    ([2, 4], [1, 3, 5, 2, 4, 6], [2, 4]),  # a cold block can be reserved
+    ([6, 1, 9, 4, 4], [1, 2, 3, 5, 4, 6], [4]),  # protected, front, unqueued, repeats: skipped
+    ([], [1, 2, 3, 4, 5, 6], []),
+])
+def test_reserved_segment_between_main_and_protected(reserve: list[int], expected: list[int],
+                                                     expected_reserved: list[int]) -> None:
+    queue = FreeBlockQueue(10, [1])
+    queue.extend_cold([2])
+    queue.extend([3, 4, 5])
+    queue.extend_protected([6])
+    queue.reserve(reserve)
+    queue.check_integrity()
+    assert list(queue) == expected and queue.num_reserved == len(expected_reserved)
+    assert [b for b in range(10) if queue.is_reserved(b)] == sorted(expected_reserved)
+    assert queue.popleft_n(len(expected)) == expected
+
+
+def test_reserve_again_returns_the_others_to_the_main_back() -> None:
+    queue = FreeBlockQueue(10, [])
+    queue.extend([1, 2, 3, 4, 5])
+    queue.reserve([5, 3, 1])
+    assert list(queue) == [2, 4, 5, 3, 1]
+    queue.remove(3)  # a hit on a reserved block
+    queue.reserve([2, 1])  # 5 is no longer reserved: back of main, ahead of the reserved ones
+    assert list(queue) == [4, 5, 2, 1] and queue.num_reserved == 2
+    queue.reserve([])
+    assert list(queue) == [4, 5, 2, 1] and queue.num_reserved == 0
+    queue.check_integrity()

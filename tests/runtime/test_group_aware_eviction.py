@@ -212,3 +212,82 @@ def test_stop_warms_the_cold_block_its_final_hit_needs() -> None:
     kv.check_integrity()
     again = Request("again", [*range(10), 1, 5], 1)
     assert kv.get_computed_blocks(again).num_tokens == 8
+
+
+def reservation_setup(policy: EvictionPolicy, limit: int = 8) -> tuple[KVCacheManager, dict[str, Request]]:
+    """Full attention only (block 2), 20 blocks. Seeds a (tokens 0..5), b (10..15), c (20..25)
+    each ran and stopped: blocks 1..3, 4..6, 7..9 cached, queue = front [10..19] | main
+    [3 2 1 6 5 4 9 8 7] (each tail first). A, B, C are their next turns (6-token hits on those
+    blocks); D shares a's first 2 blocks (4-token hit on blocks 1, 2)."""
+    kv = KVCacheManager(make_layout([make_group(FULL, 2)], [20], max_model_len=32),
+                        CacheConfig(eviction_policy=policy, reserved_waiting_requests=limit))
+    for i, base in enumerate((0, 10, 20)):
+        seed = Request(f"seed{i}", list(range(base, base + 6)), 1)
+        run_prefill(kv, seed)
+        kv.free(seed)
+    waiting = {name: Request(name, [*range(base, base + 6), 30 + i], 1)
+               for i, (name, base) in enumerate((("A", 0), ("B", 10), ("C", 20)))}
+    waiting["D"] = Request("D", [0, 1, 2, 3, 40, 41, 42], 1)
+    assert list(kv.pools[0]._queue)[-9:] == [3, 2, 1, 6, 5, 4, 9, 8, 7]
+    return kv, waiting
+
+
+@pytest.mark.parametrize(("policy", "limit", "queue_order", "expected_main", "expected_reserved"), [
+    # Hits of requests further back are evicted first, the head's last; each tail first.
+    (EvictionPolicy.GROUP_AWARE, 8, "ABC", [], [9, 8, 7, 6, 5, 4, 3, 2, 1]),
+    (EvictionPolicy.GROUP_AWARE, 8, "CAB", [], [6, 5, 4, 3, 2, 1, 9, 8, 7]),
+    # Only the first 2 waiting requests: C's hit stays in the main segment.
+    (EvictionPolicy.GROUP_AWARE, 2, "ABC", [9, 8, 7], [6, 5, 4, 3, 2, 1]),
+    # D (head) owns the blocks it shares with A (last): A keeps only block 3.
+    (EvictionPolicy.GROUP_AWARE, 8, "DBA", [9, 8, 7], [3, 6, 5, 4, 2, 1]),
+    # Plain LRU reserves nothing.
+    (EvictionPolicy.LRU, 8, "ABC", [3, 2, 1, 6, 5, 4, 9, 8, 7], []),
+])
+def test_reservation_order(policy: EvictionPolicy, limit: int, queue_order: str, expected_main: list[int],
+                           expected_reserved: list[int]) -> None:
+    kv, waiting = reservation_setup(policy, limit)
+    kv.reserve_waiting_hits([waiting[name] for name in queue_order])
+    pool = kv.pools[0]
+    cached = expected_main + expected_reserved
+    assert list(pool._queue)[-len(cached):] == cached
+    assert pool.num_reserved_blocks == len(expected_reserved)
+    assert all(pool.is_reserved(b) for b in expected_reserved)
+    kv.check_integrity()
+
+
+def test_reservation_counts_as_free_and_is_evicted_back_first() -> None:
+    kv, waiting = reservation_setup(EvictionPolicy.GROUP_AWARE)
+    a, b, c = waiting["A"], waiting["B"], waiting["C"]
+    kv.reserve_waiting_hits([a, b, c])
+    # 10 uncached + 9 reserved blocks are free: a 26-token request (13 blocks) is admitted and
+    # evicts C's hit (first in the reserved segment), not A's or B's.
+    big = Request("big", list(range(100, 126)), 1)
+    assert kv.can_admit(big, kv.get_computed_blocks(big))
+    assert kv.allocate_slots(big, 26) is not None
+    assert [kv.get_computed_blocks(r).num_tokens for r in (a, b, c)] == [6, 6, 0]
+    kv.reserve_waiting_hits([c, b])  # a new order (a preemption): reserved again from scratch,
+    assert list(kv.pools[0]._queue) == [3, 2, 1, 6, 5, 4]  # A's blocks go to the back of main
+    kv.drop_reservation()
+    assert kv.pools[0].num_reserved_blocks == 0 and list(kv.pools[0]._queue) == [3, 2, 1, 6, 5, 4]
+    kv.check_integrity()
+
+
+@pytest.mark.parametrize(("windows", "expected_main", "expected_reserved"), [
+    # Requests joining the back are reserved ahead of the others: same order as from scratch.
+    (["AB", "ABC"], [], [9, 8, 7, 6, 5, 4, 3, 2, 1]),
+    (["A", "AB", "ABC"], [], [9, 8, 7, 6, 5, 4, 3, 2, 1]),
+    # D joins behind A and B: its hit, blocks 1 and 2, is reserved for A already.
+    (["AB", "ABD"], [9, 8, 7], [6, 5, 4, 3, 2, 1]),
+    # The head left (admitted elsewhere in a real run): its blocks stay where they are.
+    (["AB", "B", "BC"], [], [9, 8, 7, 6, 5, 4, 3, 2, 1]),
+])
+def test_incremental_reservation_matches_the_queue_order(windows: list[str], expected_main: list[int],
+                                                         expected_reserved: list[int]) -> None:
+    kv, waiting = reservation_setup(EvictionPolicy.GROUP_AWARE)
+    for window in windows:
+        kv.reserve_waiting_hits([waiting[name] for name in window])
+    pool = kv.pools[0]
+    cached = expected_main + expected_reserved
+    assert list(pool._queue)[-len(cached):] == cached
+    assert pool.num_reserved_blocks == len(expected_reserved)
+    kv.check_integrity()

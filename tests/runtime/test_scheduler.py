@@ -6,6 +6,7 @@ import pytest
 from hkv.runtime import (
     BlockTables,
     CacheConfig,
+    EvictionPolicy,
     KVCacheManager,
     OutOfBlocksError,
     Request,
@@ -152,3 +153,29 @@ def test_runner_reads_its_own_tokens_everywhere() -> None:
     runner = FakeRunner(kv)
     drive(scheduler, requests, runner=runner)
     assert runner.num_checked_hits >= 3 and kv.stats().num_hit_tokens >= 24
+
+
+@pytest.mark.parametrize(("policy", "expected_hit_tokens", "expected_reserved"), [
+    (EvictionPolicy.GROUP_AWARE, 6, 3),  # the waiting b's hit is reserved: a's growth evicts t's
+    (EvictionPolicy.LRU, 2, 0),  # LRU evicts the oldest, s's last 2 blocks: b hits s's first
+])
+def test_a_blocked_head_keeps_its_hit(policy: EvictionPolicy, expected_hit_tokens: int,
+                                      expected_reserved: int) -> None:
+    """11 usable blocks of 2. s (6 tokens) then t (6 tokens) run and finish: 3 cached blocks
+    each, s's older. a (10 tokens, 5 outputs) takes the 5 uncached blocks; b (s's 6 tokens + 8)
+    would hit s's 3 blocks but needs 4 more, and only t's 3 are left: it waits. a's 4 decode
+    steps (tokens 10..13) need 2 more blocks, evicted from s's or t's."""
+    scheduler = full_scheduler(num_blocks=12, budget=32, eviction_policy=policy)
+    for name, base in (("s", 0), ("t", 100)):
+        scheduler.add_request(Request(name, list(range(base, base + 6)), 1))
+        step(scheduler)
+    a, b = Request("a", list(range(200, 210)), 5), Request("b", [*range(6), *range(60, 68)], 1)
+    scheduler.add_request(a)
+    scheduler.add_request(b)
+    assert shape(step(scheduler)) == [("a", 0, 10)]
+    assert scheduler.kv.pools[0].num_reserved_blocks == expected_reserved
+    while a.status is not RequestStatus.FINISHED:
+        step(scheduler)
+    step(scheduler)  # b is admitted, computes its 8 or 14 tokens and samples its one token
+    assert b.status is RequestStatus.FINISHED and scheduler.kv.stats().num_hit_tokens == expected_hit_tokens
+    assert scheduler.kv.pools[0].num_reserved_blocks == 0  # nothing waits any more
