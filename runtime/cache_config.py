@@ -89,9 +89,9 @@ class CacheConfig:
     cache_timing: CacheTiming = CacheTiming.COMPUTED
     duplicate_blocks: DuplicateBlocks = DuplicateBlocks.DROP
     free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST  # LRU only
-    # GROUP_AWARE only: when the head of the waiting queue cannot be admitted, the cached hits of
-    # up to this many requests at the head of the queue are reserved, evicted last and the
-    # head's after all the others (see group_aware_eviction.py); 0: no reservation.
+    # GROUP_AWARE only: the cached hits of up to this many requests at the head of the waiting
+    # queue are reserved: evicted after every other unprotected cached block, the head's last
+    # (see group_aware_eviction.py); 0: no reservation.
     reserved_waiting_requests: int = 8
 
     def __post_init__(self) -> None:

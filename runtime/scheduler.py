@@ -131,20 +131,21 @@ class Scheduler:
 
     def _admit(self, budget: int, entries: list[ScheduledRequest], requests: list[Request]) -> int:
         """Admit waiting requests in order while the budget, the sequence cap and the KV cache
-        allow. When the KV cache stops the head, the manager is told the queue (it may reserve
-        the hits of its first requests); when the queue is empty, that nothing waits."""
+        allow. The manager is told the queue before (the head's admission must not evict the
+        hits of the requests behind it) and after (what still waits must outlive the next
+        step's growth): it may reserve the hits of its first requests. An empty queue drops
+        the reservation."""
         kv = self.kv
-        blocked = False
+        if len(self.waiting) > 1:
+            kv.reserve_waiting_hits(self.waiting)
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
             request = self.waiting[0]
             # kv.get_computed_blocks, skipping what a request that cannot be admitted needs not
             # (can_admit would fail whatever the hit, or whatever the blocks of its hit).
             if kv.admission_blocked(request):
-                blocked = True
                 break
             hit_len = kv.find_hit_len(request)
             if kv.admission_blocked(request, hit_len):
-                blocked = True
                 break
             computed = kv.hit_blocks(request, hit_len)
             num_new = request.num_tokens - computed.num_tokens
@@ -152,11 +153,9 @@ class Scheduler:
                 break
             num_new = self._chunk_len(computed.num_tokens, min(num_new, budget))
             if not kv.can_admit(request, computed):
-                blocked = True
                 break
             new_blocks = kv.allocate_slots(request, num_new, computed.num_tokens, computed)
             if new_blocks is None:
-                blocked = True
                 break
             self.waiting.popleft()
             request.status = RequestStatus.RUNNING
@@ -166,9 +165,9 @@ class Scheduler:
             entries.append(self._entry(request, num_new, new_blocks))
             requests.append(request)
             budget -= num_new
-        if blocked:
+        if self.waiting:
             kv.reserve_waiting_hits(self.waiting)
-        elif not self.waiting:
+        else:
             kv.drop_reservation()
         return budget
 
@@ -197,7 +196,7 @@ class Scheduler:
         if request.state_copies:
             copies = tuple(request.state_copies)
             request.state_copies.clear()
-        return _new_entry((request.request_id, tuple(token_ids[start:stop]), range(start, stop), is_new,
+        return _new_entry((request.request_id, token_ids[start:stop], range(start, stop), is_new,
                            block_ids, copies, stop == len(token_ids)))
 
     def _preempt(self, request: Request) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -18,7 +19,9 @@ class ScheduledRequest(NamedTuple):
     """
 
     request_id: str
-    token_ids: tuple[int, ...]  # the tokens computed this step
+    # The tokens computed this step: a copy of the request's int64 array slice (prefill chunks:
+    # no Python int per token), or a 1-tuple (decode). Read it; never mutate it.
+    token_ids: Sequence[int]
     positions: range  # their positions; positions.start = tokens already computed
     is_new: bool
     block_ids: tuple[tuple[int, ...], ...]

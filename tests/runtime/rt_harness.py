@@ -36,7 +36,7 @@ class FakeRunner:
         for entry in output.scheduled:
             request = requests[entry.request_id]
             start, stop = entry.positions.start, entry.positions.stop
-            assert entry.token_ids == tuple(request.token_ids[start:stop])
+            assert tuple(entry.token_ids) == tuple(request.token_ids[start:stop])
             if entry.is_new and start > 0:
                 self.num_checked_hits += 1
             for g, group in enumerate(self.groups):

@@ -119,7 +119,7 @@ def test_outputs_carry_tables_and_increments() -> None:
     tables = BlockTables((2, 2))
     first = scheduler.schedule()
     [entry] = first.scheduled
-    assert entry.is_new and entry.block_ids == ((1, 2), (3, 4)) and entry.token_ids == (0, 1, 2)
+    assert entry.is_new and entry.block_ids == ((1, 2), (3, 4)) and tuple(entry.token_ids) == (0, 1, 2)
     tables.apply(first)
     scheduler.update_from_output(first, {"a": 9})
     second = scheduler.schedule()  # token 3 at position 3: still in block 2
