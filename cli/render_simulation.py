@@ -9,7 +9,8 @@ from hkv.runtime.simulation_report import SimulationReport
 
 
 def render_simulation(reports: list[SimulationReport], console: Console) -> None:
-    table = Table(title="simulation")
+    builds = sorted({r.runtime_build for r in reports})  # one in practice: the installed build
+    table = Table(title=f"simulation ({', '.join(builds)} build)")
     table.add_column("", no_wrap=True)
     for r in reports:
         table.add_column(r.layout + (" (interrupted)" if r.interrupted else ""), justify="right")
@@ -23,7 +24,7 @@ def render_simulation(reports: list[SimulationReport], console: Console) -> None
         ("evictions", lambda r: f"{r.num_evictions:,}"),
         ("KV usage mean / peak", lambda r: f"{r.mean_kv_usage:.1%} / {r.peak_kv_usage:.1%}"),
         ("simulated time", lambda r: f"{r.simulated_s:,.1f} s"),
-        ("wall time", lambda r: f"{r.wall_s:,.1f} s ({r.runtime_build} build)"),
+        ("wall time", lambda r: f"{r.wall_s:,.1f} s"),
     ]
     for label, cell in rows:
         table.add_row(label, *(cell(r) for r in reports))
