@@ -2,12 +2,12 @@
 
 The front is evicted/reused first, the back last. Blocks are only ever inserted at the front or
 appended at the back of a segment, and removed from the front or from anywhere (a hit), so the
-queue is five containers whose bulk operations run at C speed:
+queue is five containers:
 
     front (a list used as a stack: its LAST item is the queue's first)   b3 b7          <- appendleft
     cold  (an ordered dict, insertion order = queue order)               b6             <- extend_cold
     main  (an ordered dict)                                              b1 b9 b4       <- append
-    reserved (an ordered dict, replaced as a whole)                      b5 b11         <- reserve
+    reserved (an ordered dict)                                           b5 b11         <- reserve, reserve_front
     protected (an ordered dict)                                          b2 b8          <- append_protected
 
     queue order:  b7 b3 | b6 | b1 b9 b4 | b5 b11 | b2 b8
