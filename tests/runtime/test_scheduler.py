@@ -176,6 +176,6 @@ def test_a_blocked_head_keeps_its_hit(policy: EvictionPolicy, expected_hit_token
     assert scheduler.kv.pools[0].num_reserved_blocks == expected_reserved
     while a.status is not RequestStatus.FINISHED:
         step(scheduler)
-    step(scheduler)  # b is admitted, computes its 8 or 14 tokens and samples its one token
+    step(scheduler)  # b is admitted, computes the tokens past its hit and samples its one token
     assert b.status is RequestStatus.FINISHED and scheduler.kv.stats().num_hit_tokens == expected_hit_tokens
     assert scheduler.kv.pools[0].num_reserved_blocks == 0  # nothing waits any more
