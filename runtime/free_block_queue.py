@@ -169,19 +169,15 @@ class FreeBlockQueue:
         that are protected (they outlive a reservation), in the front part or not queued are
         skipped. Blocks it held that are not among them move, in their reserved order, to the
         back of the main segment. O(len(block_ids) + old reservation)."""
-        old, main, cold = self._reserved, self._main, self._cold
+        old = self._reserved
         new: OrderedDict[int, None] = OrderedDict()
         for block_id in block_ids:
             if block_id in old:
                 del old[block_id]
-            elif block_id in main:
-                del main[block_id]
-            elif block_id in cold:
-                del cold[block_id]
-            else:
+            elif not self._take_unprotected_cached(block_id):
                 continue  # a repeat, protected, front or not queued
             new[block_id] = None
-        self._extend(main, old)
+        self._extend(self._main, old)
         self._reserved = new
 
     def reserve_front(self, block_ids: Sequence[int]) -> None:
@@ -189,16 +185,21 @@ class FreeBlockQueue:
         reserved segment, in the given order (the first one is evicted first), ahead of the
         blocks reserved before; others (already reserved, protected, front, not queued) are
         skipped. O(len(block_ids))."""
-        reserved, main, cold = self._reserved, self._main, self._cold
+        reserved = self._reserved
         for block_id in reversed(block_ids):
-            if block_id in main:
-                del main[block_id]
-            elif block_id in cold:
-                del cold[block_id]
-            else:
-                continue
-            reserved[block_id] = None
-            reserved.move_to_end(block_id, last=False)
+            if self._take_unprotected_cached(block_id):
+                reserved[block_id] = None
+                reserved.move_to_end(block_id, last=False)
+
+    def _take_unprotected_cached(self, block_id: int) -> bool:
+        """Unlink the block if it is in the main or cold segment; whether it was."""
+        if block_id in self._main:
+            del self._main[block_id]
+        elif block_id in self._cold:
+            del self._cold[block_id]
+        else:
+            return False
+        return True
 
     def popleft(self) -> int:
         """Unlink and return the front block id. The queue must not be empty."""

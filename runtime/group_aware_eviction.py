@@ -70,8 +70,6 @@ RESERVED_SHARE = 0.5
 
 
 class GroupAwareEviction(LruEviction):
-    reserves_waiting_hits = True
-
     def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool,
                  free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST) -> None:
         super().__init__(coordinator, enable_caching, free_order)  # free_order: not used here
@@ -100,11 +98,8 @@ class GroupAwareEviction(LruEviction):
         taken: list[set[int]] = [set() for _ in pools]  # per pool: blocks of earlier hits
         reserved: list[list[list[int]]] = []  # per request, per pool: its blocks, first evicted first
         for hit in hits:
-            per_pool = []
-            for managers, pool, seen in zip(self._managers_of_pool, pools, taken, strict=True):
-                ref_cnt = pool.ref_cnt
-                per_pool.append([b for b in self._tail_first(hit, managers)
-                                 if b != NULL_BLOCK_ID and not ref_cnt[b] and b not in seen])
+            per_pool = [[b for b in blocks if b not in seen]
+                        for blocks, seen in zip(self._free_hit_blocks(hit), taken, strict=True)]
             totals = [t + len(p) for t, p in zip(totals, per_pool, strict=True)]
             if reserved and any(t > limit for t, limit in zip(totals, limits, strict=True)):
                 break
@@ -122,15 +117,18 @@ class GroupAwareEviction(LruEviction):
         whose blocks would take a pool past RESERVED_SHARE is left out."""
         pools = self.coordinator.pool_list
         for hit in hits:
-            per_pool = []
-            for managers, pool in zip(self._managers_of_pool, pools, strict=True):
-                ref_cnt = pool.ref_cnt
-                per_pool.append([b for b in self._tail_first(hit, managers) if b != NULL_BLOCK_ID and not ref_cnt[b]])
+            per_pool = self._free_hit_blocks(hit)
             if any(pool.num_reserved_blocks + len(blocks) > pool.num_usable_blocks * RESERVED_SHARE
                    for pool, blocks in zip(pools, per_pool, strict=True)):
                 continue
             for pool, blocks in zip(pools, per_pool, strict=True):
                 pool.reserve_front(blocks)
+
+    def _free_hit_blocks(self, hit: HitBlocks) -> list[list[int]]:
+        """Per pool, the hit's cached-free blocks, first evicted first (descending position
+        across groups): what a reservation of the hit holds."""
+        return [[b for b in self._tail_first(hit, managers) if b != NULL_BLOCK_ID and not pool.ref_cnt[b]]
+                for managers, pool in zip(self._managers_of_pool, self.coordinator.pool_list, strict=True)]
 
     def free_request(self, request: Request) -> None:
         """Warm the cold blocks the hit at the request's final length needs (a window's first

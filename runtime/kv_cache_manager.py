@@ -74,8 +74,7 @@ class KVCacheManager:
         self._num_hit_tokens = 0
         # reserve_waiting_hits: the ids of the waiting requests whose hits are reserved, head first.
         self._reserved_for: tuple[str, ...] = ()
-        self._reserving = (self.enable_caching and self.eviction.reserves_waiting_hits
-                           and self.config.reserved_waiting_requests > 0)
+        self._reserving = self.enable_caching and self.config.reserved_waiting_requests > 0
 
     @property
     def num_groups(self) -> int:

@@ -12,8 +12,6 @@ from hkv.runtime.request import Request
 class LruEviction:
     """Frees requests so that, per group, tail blocks are evicted before their parents."""
 
-    reserves_waiting_hits = False  # see reserve_hits
-
     def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool,
                  free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST) -> None:
         self.coordinator = coordinator
@@ -28,8 +26,8 @@ class LruEviction:
 
     def reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
         """The hits of the requests waiting at the head of the queue, head first (each a lookup:
-        consume only what is used). Policies with `reserves_waiting_hits` order their cached-free
-        blocks; the manager does not call the others. Plain LRU keeps no record of hits."""
+        consume only what is used; group-aware eviction orders their cached-free blocks). Plain
+        LRU keeps no record of hits and consumes none."""
 
     def reserve_more(self, hits: Iterable[HitBlocks]) -> None:
         """`reserve_hits` for requests that joined the back of the reserved ones (see
