@@ -45,7 +45,7 @@ def compiled_extensions() -> list:
     (stage / "__init__.py").write_text("")
     for package in STAGED_PACKAGES:
         shutil.copytree(package, stage / package, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-    paths = [str(stage / "runtime" / f"{module}.py") for module in COMPILED_RUNTIME_MODULES]
+    paths = [str(stage / "runtime" / (module.replace(".", "/") + ".py")) for module in COMPILED_RUNTIME_MODULES]
     return mypycify(paths, opt_level="3")
 
 

@@ -89,8 +89,8 @@ class HkvDriver(_Driver):
     name = "hkv"
 
     def __init__(self, layout: Layout) -> None:
-        from hkv.runtime.cache_config import CacheConfig
-        from hkv.runtime.kv_cache_manager import KVCacheManager
+        from hkv.runtime.kv_cache.cache_config import CacheConfig
+        from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
         from hkv.runtime.request import Request
 
         # vLLM-compatible configuration (plain LRU, dense retention, caching at schedule time,

@@ -19,11 +19,11 @@ import time
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.runtime.cache_config import CacheConfig, EvictionPolicy
-from hkv.runtime.scheduler import SchedulerConfig
-from hkv.runtime.simulator import SimulationConfig, Simulator
-from hkv.runtime.workload_gen import generate_workload
-from hkv.runtime.workload_spec import parse_workload
+from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
+from hkv.runtime.scheduler.scheduler import SchedulerConfig
+from hkv.runtime.simulation.simulator import SimulationConfig, Simulator
+from hkv.runtime.simulation.workload_gen import generate_workload
+from hkv.runtime.simulation.workload_spec import parse_workload
 
 
 def speed(num_requests: int) -> None:

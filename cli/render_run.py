@@ -17,8 +17,8 @@ from rich.table import Table
 
 from hkv.cli.output import stderr_console
 from hkv.planner.sizes import format_bytes
-from hkv.runtime.live_run import Generation, RunObserver, RunOutcome
-from hkv.runtime.run_report import RunReport
+from hkv.runtime.live.live_run import Generation, RunObserver, RunOutcome
+from hkv.runtime.live.run_report import RunReport
 
 
 def completion_text(generation: Generation, tokenizer: Any | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from hkv.runtime.simulation_report import SimulationReport
+from hkv.runtime.simulation.simulation_report import SimulationReport
 
 
 def render_simulation(reports: list[SimulationReport], console: Console) -> None:

@@ -4,7 +4,7 @@ parse -> check every input (files, tokenizer, lengths, plan) -> load weights -> 
 report. Nothing reaches stdout before every input has been checked.
 
 Exit codes: 0 ok, 1 bad input (one stderr line), 2 usage, 3 the run and the plan disagree (the
-report shows which check failed; see hkv.runtime.run_report for the checks).
+report shows which check failed; see hkv.runtime.live.run_report for the checks).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from hkv.planner.gpus import default_max_num_batched_tokens
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.sizes import parse_size
 from hkv.runtime.errors import RuntimeCacheError
-from hkv.runtime.prompt_file import read_prompt_file
-from hkv.runtime.run_config import (
+from hkv.runtime.live.prompt_file import read_prompt_file
+from hkv.runtime.live.run_config import (
     DEFAULT_CPU_KV_MEMORY_BYTES, DEFAULT_GPU_MEMORY_UTILIZATION, RunConfig, SamplingConfig,
 )
 
 if TYPE_CHECKING:
-    from hkv.runtime.live_run import RunOutcome
+    from hkv.runtime.live.live_run import RunOutcome
 
 RUN_LAYOUTS = ("hkv", "vllm", "partitioned")
 MISMATCH_EXIT = 3
@@ -83,12 +83,12 @@ def run_command(
     """
     # torch and transformers load here, not at import: `hkv plan` must start without them
     from hkv.cli.render_run import RunProgress, render_report, render_timings
-    from hkv.runtime.live_run import fill, generate
-    from hkv.runtime.live_setup import (
+    from hkv.runtime.live.live_run import fill, generate
+    from hkv.runtime.live.live_setup import (
         RunOptions, check_device, check_prompts_fit, encode_prompts, kv_memory_budget, load_runner,
         open_model, plan_run,
     )
-    from hkv.runtime.run_report import build_report
+    from hkv.runtime.live.run_report import build_report
 
     if layout not in RUN_LAYOUTS:
         raise UserError(f"--layout must be one of {', '.join(RUN_LAYOUTS)}, got {layout!r}")

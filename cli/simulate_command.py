@@ -19,7 +19,7 @@ from hkv.cli.plan_options import (
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import LAYOUT_NAMES
-from hkv.runtime.cache_config import CacheConfig, EvictionPolicy
+from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
 
 ModelArg = Annotated[str, typer.Argument(help="catalog name, HF id, model directory or config.json")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
@@ -51,11 +51,11 @@ def simulate_command(
     """
     options = dict(locals())
     # The runtime is imported here, not at module level, so `hkv plan` starts without it.
-    from hkv.runtime.scheduler import SchedulerConfig
-    from hkv.runtime.simulator import SimulationConfig
-    from hkv.runtime.trace_file import read_trace
-    from hkv.runtime.workload_gen import generate_workload
-    from hkv.runtime.workload_spec import parse_workload
+    from hkv.runtime.scheduler.scheduler import SchedulerConfig
+    from hkv.runtime.simulation.simulator import SimulationConfig
+    from hkv.runtime.simulation.trace_file import read_trace
+    from hkv.runtime.simulation.workload_gen import generate_workload
+    from hkv.runtime.simulation.workload_spec import parse_workload
 
     for key in ("model", "workload", "trace", "layout", "probe_capacity_flag", "sweep_split", "eviction",
                 "output_format"):
@@ -100,7 +100,7 @@ def simulate_command(
 
 
 def _run_one(layout, requests, sim_cfg, output_format):
-    from hkv.runtime.simulator import Simulator
+    from hkv.runtime.simulation.simulator import Simulator
 
     sim = Simulator(layout, requests, sim_cfg)
     show = output_format is OutputFormat.human and sys.stderr.isatty()
@@ -113,7 +113,7 @@ def _run_one(layout, requests, sim_cfg, output_format):
 
 
 def _probe(the_plan, names, output_format) -> None:
-    from hkv.runtime.capacity_probe import probe_capacity
+    from hkv.runtime.kv_cache.capacity_probe import probe_capacity
 
     rows = []
     for name in names:
@@ -140,7 +140,7 @@ def _probe(the_plan, names, output_format) -> None:
 
 
 def _sweep(spec, cfg, requests, sim_cfg, output_format) -> None:
-    from hkv.runtime.simulator import Simulator
+    from hkv.runtime.simulation.simulator import Simulator
 
     max_len = cfg.max_model_len or spec.max_model_len
     mean_len = sum(r.prompt_len + r.output_len for r in requests) // len(requests)

@@ -12,20 +12,24 @@ import importlib.machinery
 
 # The block pool, the managers, the coordinator, the scheduler and the simulator loop: the
 # modules every simulated step goes through.
+# Names are relative to hkv.runtime.
 COMPILED_MODULES = (
-    "free_block_queue", "block_pool", "block_hash", "request", "hit_point_counter",
-    "kind_manager", "full_attention_manager", "sliding_window_manager", "chunked_local_manager",
-    "recurrent_state_manager", "kv_cache_coordinator", "lru_eviction", "group_aware_eviction",
-    "kv_cache_manager", "scheduler", "scheduler_output", "simulator",
+    "request",
+    "kv_cache.free_block_queue", "kv_cache.block_pool", "kv_cache.block_hash",
+    "kv_cache.hit_point_counter", "kv_cache.kind_manager", "kv_cache.full_attention_manager",
+    "kv_cache.sliding_window_manager", "kv_cache.chunked_local_manager",
+    "kv_cache.recurrent_state_manager", "kv_cache.kv_cache_coordinator", "kv_cache.lru_eviction",
+    "kv_cache.group_aware_eviction", "kv_cache.kv_cache_manager",
+    "scheduler.scheduler", "scheduler.scheduler_output", "simulation.simulator",
 )
 
 
 def is_compiled(module_name: str) -> bool:
-    """Whether hkv.runtime.<module_name> was loaded from an extension module."""
+    """Whether hkv.runtime.<module_name> (dotted, e.g. "kv_cache.block_pool") was loaded from an extension module."""
     path = getattr(importlib.import_module(f"hkv.runtime.{module_name}"), "__file__", None) or ""
     return path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
 
 def runtime_build() -> str:
     """"mypyc" when the runtime's hot modules are compiled, else "python"."""
-    return "mypyc" if is_compiled("block_pool") else "python"
+    return "mypyc" if is_compiled("kv_cache.block_pool") else "python"

@@ -1,0 +1,9 @@
+"""hkv.runtime.kv_cache: the hybrid KV cache itself.
+
+It owns the physical blocks (block pool, free queue, prefix hashes), one manager per cache kind
+(full attention, sliding window, chunked local, recurrent state), the coordinator that intersects
+their prefix-cache hits, the eviction policies, and the KVCacheManager facade the scheduler calls
+(allocate, free, cache, stats). It executes a planner Layout: groups, page sizes and block counts
+come from there. It knows requests only through their token ids and hashes; it never sees a model,
+a tensor or the scheduler's queues.
+"""

@@ -1,0 +1,395 @@
+"""KVCacheManager: the scheduler-facing facade over pools, managers and the coordinator.
+
+Typical use by a scheduler (synchronous: one batch in flight):
+
+    hit = manager.get_computed_blocks(request)              # new request: cached prefix
+    if manager.can_admit(request, hit):                      # the whole prompt must fit
+        new_blocks = manager.allocate_slots(request, n, hit.num_tokens, hit)
+    ...                                                      # model computes the step
+    new_blocks = manager.allocate_slots(request, 1)          # each later step (None: no room)
+    manager.free(request)                                    # finished or preempted
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from math import lcm
+from typing import NamedTuple
+
+from hkv.planner.layout import Layout
+from hkv.runtime.kv_cache.block_hash import BlockHasher
+from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.kv_cache.cache_config import CacheConfig, CacheTiming, DuplicateBlocks, EvictionPolicy
+from hkv.runtime.kv_cache.cache_stats import CacheStats
+from hkv.runtime.kv_cache.group_aware_eviction import GroupAwareEviction
+from hkv.runtime.kv_cache.kv_cache_coordinator import HitBlocks, KVCacheCoordinator
+from hkv.runtime.kv_cache.lru_eviction import LruEviction
+from hkv.runtime.kv_cache.recurrent_state_manager import RecurrentStateManager
+from hkv.runtime.request import Request
+
+EVICTION_BY_POLICY: dict[EvictionPolicy, type[LruEviction]] = {
+    EvictionPolicy.LRU: LruEviction,
+    EvictionPolicy.GROUP_AWARE: GroupAwareEviction,
+}
+
+
+NewBlocks = tuple[Sequence[int], ...]  # per group: block ids allocated by one call
+
+
+class ComputedBlocks(NamedTuple):
+    """A prefix-cache hit: per group the block table prefix, and the tokens it covers."""
+
+    block_ids: tuple[Sequence[int], ...]
+    num_tokens: int
+
+
+class KVCacheManager:
+    """Allocates, caches and frees the blocks of every request over the pools of a Layout."""
+
+    def __init__(self, layout: Layout, config: CacheConfig | None = None) -> None:
+        self.layout = layout
+        self.config = config or CacheConfig()
+        self.max_model_len = layout.max_model_len
+        self.in_flight_tokens = layout.in_flight_tokens
+        num_groups = len(layout.groups)
+        keep_duplicates = self.config.duplicate_blocks is DuplicateBlocks.KEEP
+        self.pools = {p.pool_id: BlockPool(p.pool_id, p.num_blocks, num_groups, keep_duplicates)
+                      for p in layout.pools}
+        self.coordinator = KVCacheCoordinator(layout, self.pools, self.config)
+        self.enable_caching = self.config.enable_caching
+        # CacheTiming.SCHEDULED: blocks are cached by the allocate_slots that schedules them.
+        self.cache_on_schedule = self.enable_caching and self.config.cache_timing is CacheTiming.SCHEDULED
+        if self.cache_on_schedule and any(isinstance(m, RecurrentStateManager) for m in self.coordinator.managers):
+            raise ValueError(f"layout {layout.name!r} has recurrent groups: CacheTiming.SCHEDULED "
+                             "(vLLM's caching at schedule time) is not supported with them")
+        self.hasher = BlockHasher(self.coordinator.hash_block_size)
+        self.eviction = EVICTION_BY_POLICY[self.config.eviction_policy](
+            self.coordinator, self.enable_caching, self.config.free_order)
+        self._empty_hit = ComputedBlocks(tuple(() for _ in range(num_groups)), 0)
+        self.no_new_blocks: NewBlocks = tuple(() for _ in range(num_groups))
+        self._requests: dict[str, Request] = {}  # requests holding blocks
+        self._admission_needs: dict[tuple[int, int | None], list[int]] = {}  # admission_blocked's bounds
+        self._num_query_tokens = 0
+        self._num_hit_tokens = 0
+        # reserve_waiting_hits: the ids of the waiting requests whose hits are reserved, head first.
+        self._reserved_for: tuple[str, ...] = ()
+        self._reserving = self.enable_caching and self.config.reserved_waiting_requests > 0
+
+    @property
+    def num_groups(self) -> int:
+        return self.coordinator.num_groups
+
+    @property
+    def state_block_size(self) -> int | None:
+        """Tokens between recurrent checkpoints (lcm over recurrent groups) when prefix caching
+        needs steps to end on them; None when no chunk alignment is needed."""
+        sizes = [m.block_size for m in self.coordinator.managers if isinstance(m, RecurrentStateManager)]
+        if not sizes or not self.enable_caching:
+            return None
+        return lcm(*sizes)
+
+    # ---- prefix cache ------------------------------------------------------------------------
+
+    def get_computed_blocks(self, request: Request) -> ComputedBlocks:
+        """The longest cached prefix of `request` that every group accepts, at most
+        num_tokens - 1 tokens (the last token is recomputed for its logits). Reads only: no
+        reference is taken until `allocate_slots` adopts the hit (it only notes, on the request,
+        where a later hit may land). Empty when caching is off."""
+        return self.hit_blocks(request, self.find_hit_len(request))
+
+    def find_hit_len(self, request: Request) -> int:
+        """The length of `get_computed_blocks`'s hit (its lookup, with the same note on the
+        request), without building the hit's block lists."""
+        if not self.enable_caching:
+            return 0
+        self.hasher.extend(request)
+        max_len = min(request.num_tokens - 1, self.max_model_len)
+        coordinator = self.coordinator
+        closed_len = coordinator.closed_hit_len(request.block_hashes, max_len)
+        hit_len = coordinator.find_longest_cache_hit(request.block_hashes, max_len, closed_len)
+        # Full attention reaches further than the hybrid hit: a shared-prefix junction where the
+        # other groups should keep what a later hit needs (SlidingRetention.HIT_POINTS).
+        request.expected_hit_lens = [closed_len] if closed_len > hit_len else []
+        request.closed_hit_len = closed_len
+        return hit_len
+
+    def hit_blocks(self, request: Request, hit_len: int) -> ComputedBlocks:
+        """The hit of `hit_len` tokens that `find_hit_len` just found for the request."""
+        if hit_len == 0:
+            return self._empty_hit
+        return ComputedBlocks(self.coordinator.hit_blocks(request.block_hashes, hit_len), hit_len)
+
+    def reserve_waiting_hits(self, waiting: Iterable[Request]) -> None:
+        """The scheduler could not admit the head of `waiting` (its queue, in admission order;
+        requests holding nothing): let the eviction policy keep the cached hits of the first
+        `config.reserved_waiting_requests` of them, so that evictions take the hits of requests
+        further back first and the head's last (GROUP_AWARE; otherwise, or with caching off,
+        nothing happens). Incremental: when the requests reserved before, less the ones
+        admitted from the head, still lead the queue, only the requests behind them are looked
+        up (`find_hit_len`, which extends their hashes) and reserved ahead of the others;
+        otherwise (a preempted request went first) every hit is looked up again. The blocks of a
+        reservation that are hit, evicted or released meanwhile simply leave it."""
+        if not self._reserving:
+            return
+        first = tuple(islice(waiting, self.config.reserved_waiting_requests))
+        reserved_for = tuple(r.request_id for r in first)
+        old = self._reserved_for
+        if reserved_for == old:
+            return
+        self._reserved_for = reserved_for
+        if old and reserved_for:
+            queued = set(reserved_for)
+            num_gone = 0  # admitted since: they led the queue
+            while num_gone < len(old) and old[num_gone] not in queued:
+                num_gone += 1
+            kept = old[num_gone:]
+            if reserved_for[:len(kept)] == kept:
+                self.eviction.reserve_more(self._hits(first[len(kept):]))
+                return
+        self.eviction.reserve_hits(self._hits(first))
+
+    def drop_reservation(self) -> None:
+        """Nothing waits any more: reserved blocks move to the back of the main segment."""
+        if self._reserved_for:
+            self._reserved_for = ()
+            self.eviction.reserve_hits(())
+
+    def _hits(self, requests: Iterable[Request]) -> Iterator[HitBlocks]:
+        """The prefix hit blocks of each request with a hit, looked up when consumed."""
+        for request in requests:
+            hit_len = self.find_hit_len(request)
+            if hit_len:
+                yield self.hit_blocks(request, hit_len).block_ids
+
+    # ---- admission and allocation ------------------------------------------------------------
+
+    def can_admit(self, request: Request, computed: ComputedBlocks | None = None) -> bool:
+        """Admission gate for a request holding nothing: its whole sequence (num_tokens, at most
+        max_model_len) must fit in free blocks, each group counted at its Layout bound
+        `blocks_per_request(min(num_tokens, max_model_len), in_flight_tokens)` (the formula that
+        sized the pools), less hit blocks other requests already hold. Blocks protected by
+        group-aware eviction (released early by running requests) do not count as free unless
+        they are part of the hit. Reads only."""
+        seq_len = min(request.num_tokens, self.max_model_len)
+        coordinator = self.coordinator
+        needs = [0] * len(coordinator.pool_list)
+        for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
+            need = m.group.blocks_per_request(seq_len, self.in_flight_tokens)
+            if computed is not None:
+                need -= m.pool.num_held_or_protected(computed.block_ids[m.group_id])
+            needs[pool_index] += max(0, need)
+        return coordinator.fits_unprotected(needs)
+
+    def admission_blocked(self, request: Request, hit_len: int | None = None) -> bool:
+        """True when `can_admit` fails for this request whatever its prefix hit (`hit_len` None:
+        any hit `get_computed_blocks` may find) or with any blocks for a hit of `hit_len`
+        tokens: the gate already fails when every non-null block of that hit is discounted (held
+        by others). Reads only; cheap, so a scheduler may call it before the lookup (and before
+        building the hit's blocks) of a request that waits."""
+        key = (request.num_tokens, hit_len)
+        needs = self._admission_needs.get(key)
+        if needs is None:
+            if len(self._admission_needs) > 100_000:
+                self._admission_needs.clear()
+            seq_len = min(request.num_tokens, self.max_model_len)
+            max_len = min(request.num_tokens - 1, self.max_model_len) if self.enable_caching else 0
+            coordinator = self.coordinator
+            needs = [0] * len(coordinator.pool_list)
+            for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
+                if hit_len is None:
+                    discount = m.max_hit_blocks(max_len)
+                else:
+                    discount = hit_len // m.block_size - m.hit_first_block(hit_len)
+                need = m.group.blocks_per_request(seq_len, self.in_flight_tokens) - discount
+                if need > 0:
+                    needs[pool_index] += need
+            self._admission_needs[key] = needs
+        return not self.coordinator.fits_unprotected(needs)
+
+    def allocate_slots(
+        self,
+        request: Request,
+        num_new_tokens: int,
+        num_new_computed_tokens: int = 0,
+        new_computed_blocks: ComputedBlocks | None = None,
+        num_lookahead_tokens: int = 0,
+    ) -> NewBlocks | None:
+        """Make the request hold slots for its computed tokens plus `num_new_tokens` (plus
+        `num_lookahead_tokens` draft slots that are never cached), capped at max_model_len.
+
+        First caches the request's fully computed blocks (CacheTiming.COMPUTED) and releases the
+        blocks it no longer needs (out of window/chunk, old states; dead either way). Then either
+        adopts the hit
+        `new_computed_blocks` (covering `num_new_computed_tokens`; only for a request holding
+        nothing) and allocates every group's new blocks, or, if any pool lacks free blocks,
+        returns None with no block taken; with CacheTiming.SCHEDULED it then caches the blocks the
+        step fills (its tokens up to num_tokens). On admission the eviction policy first notes the
+        request's hit point (group-aware: whether its early releases are protected).
+        Returns the new block ids per group. Does not change
+        `request.num_computed_tokens`: the caller adds the hit and computed tokens.
+        The identical object `no_new_blocks` is returned when nothing was allocated.
+        """
+        if (new_computed_blocks is None and request.block_ids
+                and (request.steady_until_computed is None
+                     or request.num_computed_tokens < request.steady_until_computed)
+                and request.num_computed_tokens + num_new_tokens + num_lookahead_tokens
+                <= request.steady_until_tokens):
+            return self.no_new_blocks
+        coordinator = self.coordinator
+        if not request.block_ids:
+            coordinator.init_tables(request)
+        num_computed = request.num_computed_tokens
+        if self.cache_on_schedule:
+            coordinator.remove_skipped_blocks(request, num_computed)
+        else:
+            self._cache_and_release(request, num_computed)
+        hit = None
+        if new_computed_blocks is not None and new_computed_blocks.num_tokens:
+            assert num_new_computed_tokens == new_computed_blocks.num_tokens
+            hit = new_computed_blocks.block_ids
+        else:
+            assert num_new_computed_tokens == 0, "computed tokens without their blocks"
+        is_admission = request.request_id not in self._requests
+        base = num_computed + num_new_computed_tokens
+        num_main = min(base + num_new_tokens, self.max_model_len)
+        num_total = min(num_main + num_lookahead_tokens, self.max_model_len)
+        if not coordinator.fits(coordinator.num_blocks_to_allocate(request, hit, num_total, num_main)):
+            return None
+        if is_admission and self.enable_caching:
+            self.eviction.note_admission(request, num_new_computed_tokens)
+        if hit is not None:
+            coordinator.adopt_hit(request, hit, num_new_computed_tokens)
+        new_blocks = coordinator.allocate_new_blocks(request, num_total, num_main)
+        if is_admission:
+            self._requests[request.request_id] = request
+            self._num_query_tokens += request.num_tokens
+            self._num_hit_tokens += num_new_computed_tokens
+            alignment = coordinator.hit_alignment
+            resend_len = (request.num_tokens - 1) // alignment * alignment  # same prompt again
+            if resend_len > num_new_computed_tokens and resend_len not in request.expected_hit_lens:
+                request.expected_hit_lens.append(resend_len)
+        cached_len = None
+        if self.cache_on_schedule:
+            # vLLM: every token scheduled so far, at most num_tokens (never draft slots), rounded
+            # down to the hit alignment (a no-op when every group has the same block size).
+            self.hasher.extend(request)
+            alignment = coordinator.hit_alignment
+            cached_len = min(base + num_new_tokens, request.num_tokens) // alignment * alignment
+            coordinator.cache_blocks(request, cached_len)
+        coordinator.set_steady_bounds(request, base, self.enable_caching, cached_len)
+        return new_blocks if any(new_blocks) else self.no_new_blocks
+
+    def reserve_worst_case(self, request: Request, seq_len: int) -> bool:
+        """Capacity probe: make a request holding nothing hold, per group, its worst-case
+        `blocks_per_request(seq_len, in_flight_tokens)` blocks popped from the real pools. The
+        blocks carry no tokens (the table has no positional meaning); `free` returns them.
+        Returns False, taking nothing, when they do not all fit."""
+        assert not request.block_ids, "reserve_worst_case needs a request holding nothing"
+        coordinator = self.coordinator
+        counts = [m.group.blocks_per_request(seq_len, self.in_flight_tokens) for m in coordinator.managers]
+        needs = [0] * len(coordinator.pool_list)
+        for count, pool_index in zip(counts, coordinator.pool_index_of_group, strict=True):
+            needs[pool_index] += count
+        if not coordinator.fits(needs):
+            return False
+        coordinator.init_tables(request)
+        for m, count in zip(coordinator.managers, counts, strict=True):
+            request.block_ids[m.group_id] = m.pool.allocate(count, m.group_id)
+        request.num_cached_blocks = [len(b) for b in request.block_ids]  # never cache these
+        self._requests[request.request_id] = request
+        return True
+
+    def remove_skipped_blocks(self, request: Request, num_computed_tokens: int) -> None:
+        """Release (after caching them, CacheTiming.COMPUTED) the blocks `num_computed_tokens`
+        computed tokens no longer need, in every group. allocate_slots does this itself."""
+        if request.block_ids:
+            self._cache_and_release(request, num_computed_tokens)
+
+    def _cache_and_release(self, request: Request, num_computed: int) -> None:
+        if self.enable_caching and not self.cache_on_schedule:
+            self.hasher.extend(request)
+            self.coordinator.cache_blocks(request, num_computed)
+        self.coordinator.remove_skipped_blocks(request, num_computed)
+
+    def free(self, request: Request) -> None:
+        """Release every block of the request (finished or preempted). Fully computed blocks are
+        cached first (CacheTiming.SCHEDULED: they were cached when scheduled), so they stay
+        reusable until evicted. The request may be admitted again."""
+        if request.block_ids:
+            if self.enable_caching and request.request_id in self._requests:
+                self.hasher.extend(request)
+                num_computed = request.num_computed_tokens
+                if not self.cache_on_schedule:
+                    self.coordinator.cache_blocks(request, num_computed)
+                alignment = self.coordinator.hit_alignment
+                self.coordinator.cache_hit_point(request, num_computed // alignment * alignment)
+            self.eviction.free_request(request)
+        request.block_ids = []
+        request.protected_block_ids = []
+        request.num_cached_blocks = []
+        request.num_skipped_blocks = []
+        request.state_copies.clear()
+        request.expected_hit_lens = []
+        request.protects_early_releases = False
+        request.steady_until_computed = 0
+        request.steady_until_tokens = 0
+        self._requests.pop(request.request_id, None)
+
+    # ---- views for the model runner ----------------------------------------------------------
+
+    def block_table(self, request: Request, group_id: int) -> tuple[int, ...]:
+        return tuple(request.block_ids[group_id])
+
+    def slot_mapping(self, request: Request, group_id: int, positions: range) -> list[int]:
+        """KV slot of each token position in an attention group: block_id * block_size + offset."""
+        m = self.coordinator.managers[group_id]
+        if isinstance(m, RecurrentStateManager):
+            raise ValueError(f"group {group_id} is recurrent: it has one state, not token slots")
+        size, blocks = m.block_size, request.block_ids[group_id]
+        return [blocks[p // size] * size + p % size for p in positions]
+
+    # ---- accounting ----------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> float:
+        """Share of usable blocks (null blocks excluded) in use, over all pools."""
+        usable = sum(p.num_usable_blocks for p in self.pools.values())
+        free = sum(p.num_free_blocks for p in self.pools.values())
+        return 1.0 - free / usable if usable else 0.0
+
+    @property
+    def num_running_requests(self) -> int:
+        return len(self._requests)
+
+    def stats(self) -> CacheStats:
+        coordinator = self.coordinator
+        return CacheStats(
+            num_query_tokens=self._num_query_tokens,
+            num_hit_tokens=self._num_hit_tokens,
+            num_early_released_blocks=tuple(m.num_early_released_blocks for m in coordinator.managers),
+            num_blocks_in_use=tuple(m.pool.num_in_use_by_group[m.group_id] for m in coordinator.managers),
+            num_free_blocks=tuple(self.pools[p.pool_id].num_free_blocks for p in self.layout.pools),
+            num_evictions=sum(p.num_evictions for p in self.pools.values()),
+            num_protected_blocks=tuple(self.pools[p.pool_id].num_protected_blocks for p in self.layout.pools),
+            usage=self.usage,
+        )
+
+    def check_integrity(self) -> None:
+        """Every pool invariant against the references of the requests holding blocks, plus the
+        per-request table invariants. Raises AssertionError."""
+        coordinator = self.coordinator
+        references: dict[int, list[tuple[int, int]]] = {pool_id: [] for pool_id in self.pools}
+        for request in self._requests.values():
+            tag = f"request {request.request_id}"
+            assert len(request.block_ids) == self.num_groups, f"{tag}: {len(request.block_ids)} tables"
+            for m in coordinator.managers:
+                gid, blocks = m.group_id, request.block_ids[m.group_id]
+                skipped = request.num_skipped_blocks[gid]
+                assert all(b == NULL_BLOCK_ID for b in blocks[:skipped]), (
+                    f"{tag}: group {gid} holds a block before its skipped frontier {skipped}")
+                refs = references[m.group.pool_id]
+                refs.extend((b, gid) for b in blocks[skipped:] if b != NULL_BLOCK_ID)
+        for pool_id, pool in self.pools.items():
+            pool.check_integrity(references[pool_id])
+

@@ -1,0 +1,178 @@
+"""Everything `hkv run` checks and builds before the first step, in the order that keeps a bad
+input from costing a model load: directory and config, tokenizer, prompts, KV budget, plan,
+and only then the weights and the ModelRunner.
+
+KV memory: `kv_memory_bytes` when given; else on CPU DEFAULT_CPU_KV_MEMORY_BYTES (256 MiB); on
+CUDA the free device memory (torch.cuda.mem_get_info, before the weights load) x
+gpu_memory_utilization minus the checkpoint's weight bytes. The plan is made for exactly that
+budget (PlanConfig.available_kv_memory_bytes), so its Layout is what gets allocated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from hkv.model_specs.layer_desc import AttentionDesc, RecurrentDesc
+from hkv.model_specs.model_spec import ModelSpec
+from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.plan import Plan, plan
+from hkv.planner.plan_config import PlanConfig
+from hkv.runtime.live.hf_loader import (
+    check_model_dir, eos_token_ids, load_causal_lm, load_config, load_tokenizer, model_dtype,
+)
+from hkv.runtime.live.model_runner import ModelRunner
+from hkv.runtime.live.prompt_file import Prompt
+from hkv.runtime.live.run_config import DEFAULT_CPU_KV_MEMORY_BYTES, DEFAULT_GPU_MEMORY_UTILIZATION
+
+_DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+
+class UnsupportedModelError(ValueError):
+    """The model loads but `hkv run` cannot run it yet (recurrent hybrids, MLA, ...)."""
+
+
+class PromptError(ValueError):
+    """A prompt cannot run: text without a tokenizer, unknown token ids, too long."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    device: str = "cpu"
+    layout: str = "hkv"
+    kv_memory_bytes: int | None = None  # None: the device's default (module docstring)
+    gpu_memory_utilization: float | None = None  # CUDA only; None: DEFAULT_GPU_MEMORY_UTILIZATION
+    max_model_len: int | None = None  # None: the model's
+    block_size: int | None = None  # None: PlanConfig's
+    max_num_batched_tokens: int | None = None  # None: the planner's default
+    max_num_seqs: int | None = None  # None: PlanConfig's
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """A model directory read up to, but not including, its weights."""
+
+    path: Path
+    spec: ModelSpec
+    config: Any  # transformers config
+    tokenizer: Any | None
+    eos_token_ids: frozenset[int]
+    dtype: torch.dtype
+    kv_shared_with: dict[int, int]  # Gemma 3n: shared layer -> the layer whose pages it reads
+
+
+def open_model(model_dir: str) -> ModelFiles:
+    """Config, spec, tokenizer and EOS ids of a model directory; raises ModelLoadError,
+    ModelSpecError or UnsupportedModelError."""
+    path = check_model_dir(model_dir)
+    spec = load_model_spec(str(path))
+    recurrent = sorted({layer.variant for layer in spec.cache_layers if isinstance(layer, RecurrentDesc)})
+    if recurrent:
+        raise UnsupportedModelError(
+            f"{model_dir}: {spec.model_type} mixes attention with recurrent layers ({', '.join(recurrent)}); "
+            "hkv run supports attention-only models for now (Mamba and linear-attention hybrids come later)")
+    attention = [layer for layer in spec.cache_layers if isinstance(layer, AttentionDesc)]
+    if any(layer.is_mla or layer.head_dim != layer.head_dim_v for layer in attention):
+        raise UnsupportedModelError(f"{model_dir}: {spec.model_type} uses latent (MLA) or unequal K/V head "
+                                    "sizes, which hkv run does not support yet")
+    if not attention:
+        raise UnsupportedModelError(f"{model_dir}: {spec.model_type} has no attention layers")
+    config = load_config(path)
+    dtype = model_dtype(config)
+    if dtype not in _DTYPE_NAMES:
+        raise UnsupportedModelError(f"{model_dir}: weights in {dtype}; hkv run supports float32, bfloat16, "
+                                    "float16")
+    shared = {layer.layer_idx: layer.kv_shared_with for layer in attention
+              if layer.kv_shared_with is not None}
+    return ModelFiles(path, spec, config, load_tokenizer(path), eos_token_ids(path, config), dtype, shared)
+
+
+def encode_prompts(model: ModelFiles, prompts: Sequence[Prompt]) -> list[list[int]]:
+    """Token ids of every prompt (text through the tokenizer, special tokens added)."""
+    vocab_size = model.spec.vocab_size
+    encoded = []
+    for i, prompt in enumerate(prompts, 1):
+        if prompt.token_ids is not None:
+            ids = list(prompt.token_ids)
+            bad = [t for t in ids if t >= vocab_size]
+            if bad:
+                raise PromptError(f"prompt {i}: token id {bad[0]} is outside the vocabulary "
+                                  f"(size {vocab_size})")
+        elif model.tokenizer is None:
+            raise PromptError(f"prompt {i} is text but {model.path} has no tokenizer; give \"token_ids\" "
+                              "in a JSONL prompt file instead")
+        else:
+            ids = list(model.tokenizer(prompt.text)["input_ids"])
+            if not ids:
+                raise PromptError(f"prompt {i}: the tokenizer turned it into no tokens")
+        encoded.append(ids)
+    return encoded
+
+
+def kv_memory_budget(model: ModelFiles, options: RunOptions) -> int:
+    """KV bytes for the run (module docstring); ValueError when the device cannot give any."""
+    if options.kv_memory_bytes is not None and options.gpu_memory_utilization is not None:
+        raise ValueError("give --kv-memory or --gpu-memory-utilization, not both")
+    if options.kv_memory_bytes is not None:
+        return options.kv_memory_bytes
+    if options.device == "cpu":
+        if options.gpu_memory_utilization is not None:
+            raise ValueError("--gpu-memory-utilization needs --device cuda; on CPU give --kv-memory SIZE")
+        return DEFAULT_CPU_KV_MEMORY_BYTES
+    utilization = options.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+    if not 0 < utilization <= 1:
+        raise ValueError(f"--gpu-memory-utilization must be in (0, 1], got {utilization}")
+    free, _total = torch.cuda.mem_get_info()
+    budget = int(free * utilization) - model.spec.weights_bytes
+    if budget <= 0:
+        raise ValueError(f"no KV memory left: {free * utilization / 2**30:.2f} GiB free x utilization minus "
+                         f"{model.spec.weights_bytes / 2**30:.2f} GiB of weights; "
+                         "raise --gpu-memory-utilization")
+    return budget
+
+
+def check_device(device: str) -> torch.device:
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"--device must be cpu or cuda, got {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is visible")
+    return torch.device(device)
+
+
+def plan_run(model: ModelFiles, options: RunOptions, kv_bytes: int) -> Plan:
+    """The plan for exactly `kv_bytes` of KV memory, in the model's dtype."""
+    values: dict[str, Any] = dict(gpu=None, available_kv_memory_bytes=kv_bytes, primary_layout=options.layout,
+                                  dtype=_DTYPE_NAMES[model.dtype], max_model_len=options.max_model_len,
+                                  max_num_batched_tokens=options.max_num_batched_tokens)
+    if options.block_size is not None:
+        values["block_size"] = options.block_size
+    if options.max_num_seqs is not None:
+        values["max_num_seqs"] = options.max_num_seqs
+    return plan(model.spec, PlanConfig(**values))
+
+
+def check_prompts_fit(prompts: Sequence[Sequence[int]], the_plan: Plan, max_new_tokens: int) -> None:
+    """Every prompt leaves room for one output token within max_model_len, and one request of
+    prompt + max_new_tokens fits the KV cache alone. PromptError otherwise."""
+    layout = the_plan.primary.layout
+    max_len = layout.max_model_len
+    for i, ids in enumerate(prompts, 1):
+        if len(ids) >= max_len:
+            raise PromptError(f"prompt {i} has {len(ids):,} tokens; the model accepts at most "
+                              f"{max_len - 1:,} "
+                              f"(max_model_len {max_len:,} includes one output token)")
+        seq_len = min(len(ids) + max_new_tokens, max_len)
+        if layout.max_num_requests(seq_len) < 1:
+            raise PromptError(f"prompt {i}: one request of {seq_len:,} tokens does not fit the KV cache "
+                              f"({layout.name} layout, {the_plan.budget.available_bytes:,} bytes); "
+                              "raise --kv-memory or lower --max-new-tokens")
+
+
+def load_runner(model: ModelFiles, the_plan: Plan, device: torch.device) -> ModelRunner:
+    """Load the weights on `device` and bind them to freshly allocated pools of the plan's layout."""
+    lm = load_causal_lm(model.path, model.config, model.dtype, device)
+    return ModelRunner(lm, the_plan.primary.layout, model.kv_shared_with)

@@ -1,0 +1,154 @@
+"""ModelRunner: runs scheduler steps through a transformers causal LM on hkv's paged KV cache.
+
+One step is one forward of shape [1, num_tokens]: the scheduled tokens of every request packed
+one request after the other, each with its own position. The attention hook (attention_hook.py)
+gets the step's context as the `hkv_step=` keyword: per-request query offsets and context
+lengths, and per KV cache group the block tables and slot mappings. Logits are computed only
+for the last token of each request that emits a token this step.
+
+    runner = ModelRunner(model, layout)                 # allocates the pools, binds the layers
+    runner.reset()                                      # before a new scheduler's first step
+    step = runner.execute(scheduler_output)             # StepOutput: request ids + logits
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import torch
+
+from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
+from hkv.planner.layout import Layout
+from hkv.runtime.live.attention_hook import LayerBinding, PagedStep, register_paged_attention
+from hkv.runtime.live.block_tables import BlockTables
+from hkv.runtime.live.paged_kv_cache import PagedKVCache, UnsupportedLayoutError
+from hkv.runtime.scheduler.scheduler_output import SchedulerOutput
+
+
+class StepOutput(NamedTuple):
+    request_ids: tuple[str, ...]  # the requests that emit a token, in batch order
+    logits: torch.Tensor  # [len(request_ids), vocab_size] float32
+
+
+def attention_modules(model: torch.nn.Module) -> dict[int, torch.nn.Module]:
+    """The language model's attention modules by layer index (modules with layer_idx and scaling)."""
+    text_config = model.config.get_text_config()
+    found: dict[int, torch.nn.Module] = {}
+    for module in model.modules():
+        if (hasattr(module, "layer_idx") and hasattr(module, "scaling")
+                and getattr(module, "config", text_config) is text_config):
+            found[int(module.layer_idx)] = module
+    return found
+
+
+def layer_chunk_size(module: torch.nn.Module) -> int | None:
+    """Llama 4's chunked-local layers: transformers passes no chunk, the config names them."""
+    config = module.config  # type: ignore[attr-defined]
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types and layer_types[module.layer_idx] == "chunked_attention":  # type: ignore[attr-defined]
+        return int(config.attention_chunk_size)
+    return None
+
+
+class ModelRunner:
+    """Owns the model, the paged KV pools of `layout` and the runner-side block tables.
+
+    `kv_shared_with` maps a KV-shared layer (Gemma 3n) to the layer whose pages it reads; those
+    layers are absent from the layout's groups. Raises UnsupportedLayoutError when the layout
+    and the model's attention layers do not fit together.
+    """
+
+    def __init__(self, model: torch.nn.Module, layout: Layout,
+                 kv_shared_with: Mapping[int, int] | None = None) -> None:
+        self.model = model
+        self.layout = layout
+        param = next(model.parameters())
+        self.device, self.dtype = param.device, param.dtype
+        self.kv_cache = PagedKVCache(layout, self.dtype, self.device)
+        self.bindings = self._bind_layers(dict(kv_shared_with or {}))
+        model.set_attn_implementation(register_paged_attention())
+        self.tables = BlockTables(tuple(g.block_size for g in layout.groups))
+        self.num_steps = 0
+
+    def _bind_layers(self, shared: dict[int, int]) -> dict[int, LayerBinding]:
+        modules = attention_modules(self.model)
+        bindings: dict[int, LayerBinding] = {}
+        for layer_idx, module in sorted(modules.items()):
+            owner = shared.get(layer_idx, layer_idx)
+            caches = self.kv_cache.layers.get(owner)
+            if caches is None:
+                raise UnsupportedLayoutError(f"attention layer {layer_idx} has no KV cache group in the "
+                                             "layout")
+            group = self.layout.groups[caches.group_id]
+            chunk = layer_chunk_size(module)
+            spec = group.spec
+            assert isinstance(spec, AttentionCacheSpec)  # PagedKVCache allocated it
+            if group.kind is CacheKind.CHUNKED and chunk != spec.chunk_len:
+                raise UnsupportedLayoutError(
+                    f"layer {layer_idx}: chunk {chunk} but its group keeps chunks of {spec.chunk_len}")
+            if group.kind is CacheKind.SLIDING and chunk is not None:
+                raise UnsupportedLayoutError(f"layer {layer_idx}: chunked layer in a sliding-window group")
+            window = spec.window_len if group.kind is CacheKind.SLIDING else None
+            bindings[layer_idx] = LayerBinding(
+                layer_idx, caches.group_id, caches.region, caches.key_cache, caches.value_cache,
+                chunk_size=chunk, kept_window=window, stores=layer_idx not in shared)
+        unused = set(self.kv_cache.layers) - set(modules)
+        if unused:
+            raise UnsupportedLayoutError(f"the layout has cache layers {sorted(unused)} the model does not "
+                                         "have")
+        return bindings
+
+    def reset(self) -> None:
+        """Forget every block table (a new scheduler starts)."""
+        self.tables = BlockTables(tuple(g.block_size for g in self.layout.groups))
+
+    def execute(self, output: SchedulerOutput) -> StepOutput:
+        """Run one scheduled step: store the new K/V, return the logits of the emitting requests."""
+        self.tables.apply(output)
+        entries = output.scheduled
+        if not entries:
+            return StepOutput((), torch.empty(0, 0))
+        step, token_ids, emit_rows = self._prepare(output)
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=token_ids[None], position_ids=step.positions[None], use_cache=False,
+                logits_to_keep=emit_rows, hkv_step=step,
+            )
+        self.num_steps += 1
+        emitting = tuple(e.request_id for e in entries if e.emits_token)
+        return StepOutput(emitting, out.logits[0].float())
+
+    def _prepare(self, output: SchedulerOutput) -> tuple[PagedStep, torch.Tensor, torch.Tensor]:
+        entries = output.scheduled
+        tables = self.tables
+        token_ids: list[int] = []
+        positions: list[int] = []
+        starts = [0]
+        for e in entries:
+            token_ids.extend(e.token_ids)
+            positions.extend(e.positions)
+            starts.append(starts[-1] + e.num_tokens)
+        emit_rows = [starts[i + 1] - 1 for i, e in enumerate(entries) if e.emits_token]
+        block_tables = []
+        slot_mappings = []
+        for group_id in range(len(self.layout.groups)):
+            rows = [tables.table(e.request_id, group_id) for e in entries]
+            width = max(len(r) for r in rows)
+            padded = [r + [0] * (width - len(r)) for r in rows]
+            block_tables.append(self._tensor(padded, torch.int32))
+            slots = [s for e in entries for s in tables.slot_mapping(e.request_id, group_id, e.positions)]
+            slot_mappings.append(self._tensor(slots, torch.int64))
+        step = PagedStep(
+            bindings=self.bindings,
+            positions=self._tensor(positions, torch.int64),
+            query_start_loc=self._tensor(starts, torch.int32),
+            seq_lens=self._tensor([e.positions.stop for e in entries], torch.int32),
+            max_query_len=max(e.num_tokens for e in entries),
+            block_tables=tuple(block_tables),
+            slot_mappings=tuple(slot_mappings),
+        )
+        return step, self._tensor(token_ids, torch.int64), self._tensor(emit_rows, torch.int64)
+
+    def _tensor(self, values: Any, dtype: torch.dtype) -> torch.Tensor:
+        return torch.tensor(values, dtype=dtype).to(self.device, non_blocking=True)

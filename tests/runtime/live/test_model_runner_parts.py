@@ -1,0 +1,188 @@
+"""The pieces of a live run without a model: paged pools, hook guards, sampler, prompt files,
+model checks and the plan-vs-run report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hkv.kernels import store_kv_cache  # noqa: E402
+from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec  # noqa: E402
+from hkv.planner.layout import KVCacheGroup, Layout, Pool  # noqa: E402
+from hkv.runtime.live.attention_hook import LayerBinding, PagedStep, paged_attention_hook  # noqa: E402
+from hkv.runtime.live.live_run import CacheMeasurements, Generation, RunOutcome, StepTimings  # noqa: E402
+from hkv.runtime.live.live_setup import UnsupportedModelError, open_model  # noqa: E402
+from hkv.runtime.live.paged_kv_cache import PagedKVCache, UnsupportedLayoutError  # noqa: E402
+from hkv.runtime.live.prompt_file import Prompt, PromptFileError, read_prompt_file  # noqa: E402
+from hkv.runtime.live.run_report import build_report  # noqa: E402
+from hkv.runtime.live.sampler import Sampler, SamplingConfig  # noqa: E402
+
+CATALOG = Path(__file__).resolve().parents[3] / "model_specs" / "catalog"
+BLOCK, HEADS, DIM, ELEM = 4, 2, 8, 4  # fp32
+
+
+def two_group_layout(num_blocks: int = 6, pad_bytes: int = 0) -> Layout:
+    """A full group (layers 0, 2) and a sliding group (layers 1, 3) sharing one 2-slot pool."""
+    full = AttentionCacheSpec(CacheKind.FULL, HEADS, DIM, DIM, ELEM)
+    sliding = AttentionCacheSpec(CacheKind.SLIDING, HEADS, DIM, DIM, ELEM, window_len=8)
+    page = full.page_size_bytes(BLOCK) + pad_bytes
+    groups = (KVCacheGroup(CacheKind.FULL, ("layers.0.attn", "layers.2.attn"), (0, 2), full, BLOCK, page),
+              KVCacheGroup(CacheKind.SLIDING, ("layers.1.attn", "layers.3.attn"), (1, 3), sliding, BLOCK,
+                           page))
+    pool = Pool(0, "shared", num_blocks, 2 * page, 2)
+    layout = Layout("test", groups, (pool,), 64, 8, pool.num_bytes)
+    layout.check_integrity()
+    return layout
+
+
+@pytest.mark.parametrize("pad_bytes", [0, 64])
+def test_pool_regions_are_layer_outer(pad_bytes):
+    layout = two_group_layout(pad_bytes=pad_bytes)
+    cache = PagedKVCache(layout, torch.float32, "cpu")
+    page = layout.groups[0].page_size_bytes
+    assert cache.num_bytes == layout.pools[0].num_bytes
+    base = cache.pools[0].data_ptr()
+    offsets = {i: cache.layers[i].key_cache.data_ptr() - base for i in range(4)}
+    # slot j of every group is region j: layers 0 and 1 share region 0, layers 2 and 3 region 1
+    assert offsets == {0: 0, 1: 0, 2: 6 * page, 3: 6 * page}
+    layer = cache.layers[2]
+    assert layer.key_cache.shape == (6, BLOCK, HEADS, DIM)
+    assert layer.key_cache[1].data_ptr() - layer.key_cache[0].data_ptr() == page  # one page per block
+    assert layer.value_cache.data_ptr() - layer.key_cache.data_ptr() == BLOCK * HEADS * DIM * ELEM  # K then V
+
+
+def test_groups_sharing_a_region_do_not_overlap():
+    cache = PagedKVCache(two_group_layout(), torch.float32, "cpu")
+    full, sliding = cache.layers[0], cache.layers[1]  # same region, disjoint block ids
+    k = torch.randn(BLOCK, HEADS, DIM)
+    store_kv_cache(k, k + 1, full.key_cache, full.value_cache, torch.arange(4, 8))  # block 1
+    store_kv_cache(-k, -k, sliding.key_cache, sliding.value_cache, torch.arange(8, 12))  # block 2
+    assert torch.equal(full.key_cache[1], k) and torch.equal(full.value_cache[1], k + 1)
+    assert torch.equal(sliding.key_cache[2], -k)
+    assert full.key_cache[2].data_ptr() == sliding.key_cache[2].data_ptr()  # block 2 belongs to one group
+
+
+def test_unsupported_layouts():
+    with pytest.raises(UnsupportedLayoutError, match="4-byte K/V elements"):
+        PagedKVCache(two_group_layout(), torch.float16, "cpu")
+    state = StateCacheSpec("mamba2", ((4, 8),), (2,))
+    group = KVCacheGroup(CacheKind.RECURRENT, ("layers.0.mixer",), (0,), state, 16, 64, 0, 1)
+    layout = Layout("test", (group,), (Pool(0, "shared", 4, 64, 1),), 64, 8, 256)
+    with pytest.raises(UnsupportedLayoutError, match="recurrent"):
+        PagedKVCache(layout, torch.float16, "cpu")
+
+
+def test_hook_needs_a_step_and_a_kept_window():
+    class Attention(torch.nn.Module):
+        layer_idx, scaling = 1, 0.25
+
+    q = torch.randn(1, 4, 3, DIM)
+    kv = torch.randn(1, HEADS, 3, DIM)
+    with pytest.raises(RuntimeError, match="without hkv_step"):
+        paged_attention_hook(Attention(), q, kv, kv, None)
+    cache = PagedKVCache(two_group_layout(), torch.float32, "cpu")
+    binding = LayerBinding(1, 1, 0, cache.layers[1].key_cache, cache.layers[1].value_cache, kept_window=8)
+    step = PagedStep({1: binding}, torch.arange(3), torch.tensor([0, 3], dtype=torch.int32),
+                     torch.tensor([3], dtype=torch.int32), 3, (), ())
+    with pytest.raises(RuntimeError, match="keeps only 8 tokens"):
+        paged_attention_hook(Attention(), q, kv, kv, None, sliding_window=16, hkv_step=step)
+
+
+def test_sampler_greedy_top_p_and_seed():
+    logits = torch.tensor([[0.0, 3.0, 1.0, 2.9], [5.0, 0.0, 0.0, 0.0]])
+    assert Sampler(SamplingConfig()).sample(logits) == [1, 0]
+    # top_p this small keeps only the most likely token, whatever the temperature
+    assert Sampler(SamplingConfig(temperature=5.0, top_p=1e-6)).sample(logits) == [1, 0]
+    wide = torch.zeros(64, 1000)
+    first = Sampler(SamplingConfig(temperature=1.0, seed=3)).sample(wide)
+    assert first == Sampler(SamplingConfig(temperature=1.0, seed=3)).sample(wide)
+    assert first != Sampler(SamplingConfig(temperature=1.0, seed=4)).sample(wide)
+    for bad in (dict(temperature=-1.0), dict(top_p=0.0), dict(top_p=1.5)):
+        with pytest.raises(ValueError):
+            SamplingConfig(**bad)
+
+
+def test_prompt_files(tmp_path):
+    text = tmp_path / "p.txt"
+    text.write_text("Hello there\nsecond line\n")
+    assert read_prompt_file(text) == [Prompt("Hello there\nsecond line", None)]
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text('{"prompt": "a b"}\n\n{"token_ids": [5, 6]}\n')
+    assert read_prompt_file(jsonl) == [Prompt("a b", None), Prompt(None, (5, 6))]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty prompt file"),
+    (b"  \n\n", "empty prompt file"),
+    (b"ab\x00cd", "binary"),
+    (b"\xff\xfe\x00", "binary"),
+    (b"caf\xe9", "not UTF-8"),
+    (b'{"prompt": "a"}\n{"prompt": ', "line 2: invalid JSON"),
+    (b'{"prompt": "a"}\n[1, 2]\n', "line 2: expected an object"),
+    (b'{"prompt": ""}\n', "line 1: \"prompt\" must be a non-empty string"),
+    (b'{"token_ids": [1, -2]}\n', "line 1: \"token_ids\" must be"),
+    (b'{"token_ids": []}\n', "line 1: \"token_ids\" must be"),
+    (b'{"token_ids": [1], "prompt": "x"}\n', "exactly one of"),
+    (b'{"text": "x"}\n', "exactly one of"),
+])
+def test_bad_prompt_files(tmp_path, content, message):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(content)
+    with pytest.raises(PromptFileError, match=message):
+        read_prompt_file(path)
+
+
+def test_missing_prompt_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        read_prompt_file(tmp_path / "nope.txt")
+    with pytest.raises(IsADirectoryError):
+        read_prompt_file(tmp_path)
+
+
+def fake_weights(directory: Path) -> None:
+    from safetensors.torch import save_file
+
+    save_file({"x": torch.zeros(1)}, str(directory / "model.safetensors"))
+
+
+@pytest.mark.parametrize("catalog_name, message", [
+    ("granite-4.0-h-small", "recurrent layers"),
+    ("qwen3-next-80b-a3b", "recurrent layers"),
+    ("deepseek-v3", "MLA"),
+])
+def test_models_hkv_run_cannot_run_yet(tmp_path, catalog_name, message):
+    shutil.copy(CATALOG / f"{catalog_name}.json", tmp_path / "config.json")
+    fake_weights(tmp_path)
+    with pytest.raises(UnsupportedModelError, match=message):
+        open_model(str(tmp_path))
+
+
+def outcome_with(peaks: dict[str, tuple[int, ...]], lens: dict[str, int], pool_peak: int) -> RunOutcome:
+    cache = CacheMeasurements((0, 0), (pool_peak,), (0, 0), 10, 0, 0, len(peaks), peaks, lens)
+    generations = [Generation(rid, (1,), [2], "length") for rid in peaks]
+    return RunOutcome(generations, StepTimings(1, 1, 0.1, 0, 0.0, 0.1), cache)
+
+
+def test_report_agrees_only_within_the_plan():
+    layout = two_group_layout(num_blocks=20)
+    t = layout.in_flight_tokens
+    bounds = layout.blocks_per_request(30)  # full 8, sliding cdiv(min(7 + 8, 30), 4) + 1 = 5
+    assert bounds == (8, 5) and t == 8
+    planned = layout.pools[0].num_bytes
+    lens = {"0": 30, "1": 6}
+    good = build_report(layout, planned, planned, 30, outcome_with({"0": (8, 5), "1": (2, 2)}, lens, 19))
+    assert good.agree and all(c.ok for c in good.checks)
+    over = build_report(layout, planned, planned, 30, outcome_with({"0": (8, 6), "1": (2, 2)}, lens, 19))
+    failed = [c for c in over.checks if not c.ok]
+    assert not over.agree and len(failed) == 1 and (failed[0].predicted, failed[0].measured) == (5, 6)
+    full_pool = build_report(layout, planned, planned, 30, outcome_with({"0": (1, 1)}, {"0": 3}, 20))
+    assert not full_pool.agree
+    wrong_bytes = build_report(layout, planned, planned - 1, 30, outcome_with({"0": (1, 1)}, {"0": 3}, 2))
+    assert not wrong_bytes.agree
+    assert json.loads(json.dumps(asdict(good)))["agree"] is True
