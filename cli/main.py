@@ -16,6 +16,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # plain click: a usage error ends in one "Error: ..." line, help has no boxes
 )
 app.command("plan")(plan_command)
 app.command("models")(models_command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import Enum
 from typing import Any
@@ -15,8 +16,15 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
+_PIPE_WIDTH = 200  # page width for tables when stdout is not a terminal and COLUMNS is unset
+
+
 def stdout_console() -> Console:
-    return Console(highlight=False)
+    """Rich on stdout. Piped, printed lines never wrap (a check stays one line for grep) and tables
+    get a wide page instead of rich's 80 columns; COLUMNS still sets the page when given."""
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=True, width=None if "COLUMNS" in os.environ else _PIPE_WIDTH)
 
 
 def stderr_console() -> Console:

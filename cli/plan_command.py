@@ -6,16 +6,16 @@ from typing import Annotated
 
 import typer
 
-from hkv.cli.errors import handles_errors
+from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
     AvailableOpt, AvgLenOpt, BlockSizeOpt, ConcurrencyOpt, DtypeOpt, GpuMemoryOpt, GpuOpt,
-    KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, PpOpt, SsmDtypeOpt, TpOpt,
-    UtilOpt, VllmLogOpt, build_plan_config,
+    KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, PlanOptions, PpOpt, SsmDtypeOpt,
+    TpOpt, UtilOpt, VllmLogOpt, assumed_note,
 )
 from hkv.cli.render_plan import render_plan
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.memory_budget import shortfall_message
+from hkv.planner.memory_budget import does_not_fit_error
 from hkv.planner.plan import plan
 from hkv.planner.plan_json import plan_to_dict
 
@@ -37,21 +37,32 @@ def plan_command(
 ) -> None:
     """Derive KV cache groups, pages and pool sizes for every layout and predict capacity.
 
+    A model that does not fit the GPU is said so on stderr (exit 0: the plan shows why).
+
     Examples: hkv plan gemma-3-27b --gpu h100 ; hkv plan gpt-oss-120b --gpu h200 --max-model-len 32768
     --format json ; hkv plan ./my-model --available-kv-memory 20GiB --layout vllm
     """
-    options = dict(locals())
-    del options["model"], options["output_format"]
-    cfg = build_plan_config(**options)
+    options = PlanOptions(
+        gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=utilization,
+        available_kv_memory=available_kv_memory, tp=tp, pp=pp, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
+        mamba_ssm_dtype=mamba_ssm_dtype, block_size=block_size, max_model_len=max_model_len,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, vllm_log=vllm_log,
+        expected_avg_seq_len=expected_avg_seq_len, concurrency=concurrency,
+        no_prefix_caching=no_prefix_caching, layout=layout)
+    cfg = options.plan_config()
     spec = load_model_spec(model)
     result = plan(spec, cfg)
+    assumed = options.assumed(result.budget)
     if not result.budget.fits:
-        note(shortfall_message(spec, result.budget, cfg))
+        note(user_message(does_not_fit_error(spec, result.budget)))
     elif result.primary.capacity.max_num_requests == 0:
         cap = result.primary.capacity
         note(f"one request of {cap.max_model_len:,} tokens does not fit the {cfg.primary_layout} layout; "
              f"the longest that fits is {cap.max_context_len:,} tokens (--max-model-len)")
     if output_format is OutputFormat.json:
-        write_json(plan_to_dict(result))
+        write_json({**plan_to_dict(result), "assumed": assumed})
     else:
+        line = assumed_note(assumed)
+        if line:
+            note(line)
         render_plan(result, stdout_console())

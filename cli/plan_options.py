@@ -1,63 +1,138 @@
-"""Plan options shared by `plan` and `simulate`: Annotated aliases and the PlanConfig they build.
+"""Plan options shared by `plan` and `simulate`: Annotated aliases, and PlanOptions, the typed
+record of what was given, which builds the PlanConfig.
 
-Defaults live in PlanConfig; the options default to None and only override what was given.
+Defaults live in PlanConfig (help texts read them from there); an option not given is None and
+leaves the PlanConfig default in place.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Annotated, Any
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Any, TypeVar
 
 import typer
 
+from hkv.cli.choices import Dtype, KvCacheDtype, PlanLayout, VllmLog
+from hkv.cli.errors import flag_of
+from hkv.planner.gpus import get_gpu
+from hkv.planner.memory_budget import MemoryBudget
 from hkv.planner.plan_config import (
-    EXPECTED_AVG_ENV, PlanConfig, expected_avg_seq_len_from_env, parse_positive_int,
+    ALLOW_LONG_ENV, EXPECTED_AVG_ENV, PlanConfig, allow_long_max_model_len_from_env,
+    expected_avg_seq_len_from_env, parse_positive_int,
 )
-from hkv.planner.sizes import parse_size
+from hkv.planner.sizes import format_gib, parse_size
 
-_DEFAULTS = {f.name: f.default for f in fields(PlanConfig)}
+DEFAULTS = PlanConfig()
+T = TypeVar("T")
 
-GpuOpt = Annotated[str | None, typer.Option("--gpu", help=f"GPU name (see `hkv gpus`) [default: {_DEFAULTS['gpu']}]")]
+GpuOpt = Annotated[str | None, typer.Option(
+    "--gpu", help=f"GPU name (see `hkv gpus`) [default: {DEFAULTS.gpu}, said on stderr / in JSON when assumed]")]
 GpuMemoryOpt = Annotated[str | None, typer.Option("--gpu-memory", help="GPU memory SIZE instead of --gpu, e.g. 80GiB")]
-UtilOpt = Annotated[float | None, typer.Option("--gpu-memory-utilization", help=f"share of GPU memory for vLLM [default: {_DEFAULTS['gpu_memory_utilization']}]")]
-AvailableOpt = Annotated[str | None, typer.Option("--available-kv-memory", help="exact KV cache budget per GPU (SIZE), like vLLM's kv_cache_memory_bytes")]
-TpOpt = Annotated[int | None, typer.Option("--tp", help="tensor parallel size [default: 1]")]
-PpOpt = Annotated[int | None, typer.Option("--pp", help="pipeline parallel size [default: 1]")]
-DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="weight dtype: auto, bfloat16, float16, float32 [default: auto]")]
-KvDtypeOpt = Annotated[str | None, typer.Option("--kv-cache-dtype", help="auto or fp8 [default: auto]")]
-SsmDtypeOpt = Annotated[str | None, typer.Option("--mamba-ssm-dtype", help="recurrent state dtype [default: auto = config]")]
-BlockSizeOpt = Annotated[int | None, typer.Option("--block-size", help=f"tokens per block [default: {_DEFAULTS['block_size']}]")]
-MaxLenOpt = Annotated[int | None, typer.Option("--max-model-len", help="request length to plan for [default: the model's]")]
-MnbtOpt = Annotated[int | None, typer.Option("--max-num-batched-tokens", help="token budget per step [default: vLLM's for the GPU class]")]
-MaxSeqsOpt = Annotated[int | None, typer.Option("--max-num-seqs", help=f"max running requests [default: {_DEFAULTS['max_num_seqs']}]")]
-VllmLogOpt = Annotated[str | None, typer.Option("--vllm-log", help="vLLM capacity log format: current or legacy (<= v0.23) [default: current]")]
-AvgLenOpt = Annotated[str | None, typer.Option("--expected-avg-seq-len", help=f"split of separate pools, tokens [env: {EXPECTED_AVG_ENV}; default: max model len]")]
-ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="also report the max context length at this many concurrent requests")]
+UtilOpt = Annotated[float | None, typer.Option(
+    "--gpu-memory-utilization", help=f"share of GPU memory for vLLM [default: {DEFAULTS.gpu_memory_utilization}]")]
+AvailableOpt = Annotated[str | None, typer.Option(
+    "--available-kv-memory", help="exact KV cache budget per GPU (SIZE), like vLLM's kv_cache_memory_bytes")]
+TpOpt = Annotated[int | None, typer.Option("--tp", help=f"tensor parallel size [default: {DEFAULTS.tp}]")]
+PpOpt = Annotated[int | None, typer.Option("--pp", help=f"pipeline parallel size [default: {DEFAULTS.pp}]")]
+DtypeOpt = Annotated[Dtype | None, typer.Option(  # type: ignore[valid-type]
+    "--dtype", case_sensitive=False, help=f"weight dtype [default: {DEFAULTS.dtype}]")]
+KvDtypeOpt = Annotated[KvCacheDtype | None, typer.Option(  # type: ignore[valid-type]
+    "--kv-cache-dtype", help=f"KV cache dtype [default: {DEFAULTS.kv_cache_dtype}]")]
+SsmDtypeOpt = Annotated[Dtype | None, typer.Option(  # type: ignore[valid-type]
+    "--mamba-ssm-dtype", case_sensitive=False, help="recurrent state dtype [default: auto = config]")]
+BlockSizeOpt = Annotated[int | None, typer.Option(
+    "--block-size", help=f"tokens per block [default: {DEFAULTS.block_size}]")]
+MaxLenOpt = Annotated[int | None, typer.Option(
+    "--max-model-len", help=f"request length to plan for, at most the model's positions unless "
+                            f"{ALLOW_LONG_ENV}=1 [default: the model's]")]
+MnbtOpt = Annotated[int | None, typer.Option(
+    "--max-num-batched-tokens", help="token budget per step [default: vLLM's for the GPU class]")]
+MaxSeqsOpt = Annotated[int | None, typer.Option(
+    "--max-num-seqs", help=f"max running requests [default: {DEFAULTS.max_num_seqs}]")]
+VllmLogOpt = Annotated[VllmLog | None, typer.Option(  # type: ignore[valid-type]
+    "--vllm-log", help=f"vLLM capacity log format (legacy: <= v0.23) [default: {DEFAULTS.vllm_log}]")]
+AvgLenOpt = Annotated[str | None, typer.Option(
+    "--expected-avg-seq-len", help=f"split of separate pools, tokens [env: {EXPECTED_AVG_ENV}; default: max model len]")]
+ConcurrencyOpt = Annotated[int | None, typer.Option(
+    "--concurrency", help="also report the max context length at this many concurrent requests")]
 NoPrefixOpt = Annotated[bool, typer.Option("--no-prefix-caching", help="plan with prefix caching off (Mamba 'none' mode)")]
-LayoutOpt = Annotated[str | None, typer.Option("--layout", help="primary layout: hkv, vllm, vllm-no-hybrid, partitioned [default: hkv]")]
+LayoutOpt = Annotated[PlanLayout | None, typer.Option(  # type: ignore[valid-type]
+    "--layout", help=f"primary layout [default: {DEFAULTS.primary_layout}]")]
 
 
-def build_plan_config(**options: Any) -> PlanConfig:
-    """PlanConfig from CLI option values (None = default). Raises InvalidInputError."""
-    values: dict[str, Any] = {}
-    mapping = {"gpu": "gpu", "utilization": "gpu_memory_utilization", "tp": "tp", "pp": "pp",
-               "dtype": "dtype", "kv_cache_dtype": "kv_cache_dtype", "mamba_ssm_dtype": "mamba_ssm_dtype",
-               "block_size": "block_size", "max_model_len": "max_model_len",
-               "max_num_batched_tokens": "max_num_batched_tokens", "max_num_seqs": "max_num_seqs",
-               "vllm_log": "vllm_log", "concurrency": "concurrency", "layout": "primary_layout"}
-    for option, field_name in mapping.items():
-        if options.get(option) is not None:
-            values[field_name] = options[option]
-    if options.get("gpu_memory") is not None:
-        values["gpu_memory_bytes"] = parse_size(options["gpu_memory"], option="--gpu-memory")
-    if options.get("available_kv_memory") is not None:
-        values["available_kv_memory_bytes"] = parse_size(options["available_kv_memory"],
-                                                         option="--available-kv-memory")
-    if options.get("expected_avg_seq_len") is not None:
-        values["expected_avg_seq_len"] = parse_positive_int(options["expected_avg_seq_len"],
-                                                            name="--expected-avg-seq-len")
-    else:
-        values["expected_avg_seq_len"] = expected_avg_seq_len_from_env()
-    if options.get("no_prefix_caching"):
-        values["enable_prefix_caching"] = False
-    return PlanConfig(**values)
+@dataclass(frozen=True)
+class PlanOptions:
+    """The plan options as given on the command line: None (False) = not given."""
+
+    gpu: str | None = None
+    gpu_memory: str | None = None  # SIZE
+    gpu_memory_utilization: float | None = None
+    available_kv_memory: str | None = None  # SIZE
+    tp: int | None = None
+    pp: int | None = None
+    dtype: Enum | None = None
+    kv_cache_dtype: Enum | None = None
+    mamba_ssm_dtype: Enum | None = None
+    block_size: int | None = None
+    max_model_len: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    vllm_log: Enum | None = None
+    expected_avg_seq_len: str | None = None  # tokens, as typed (the env var's rules)
+    concurrency: int | None = None
+    no_prefix_caching: bool = False
+    layout: Enum | None = None
+
+    def plan_config(self) -> PlanConfig:
+        """The PlanConfig; InvalidInputError for values PlanConfig or the parsers refuse."""
+        d = DEFAULTS
+        return PlanConfig(
+            gpu=_given(self.gpu, d.gpu),
+            gpu_memory_bytes=None if self.gpu_memory is None else parse_size(
+                self.gpu_memory, option=flag_of("gpu_memory_bytes")),
+            gpu_memory_utilization=_given(self.gpu_memory_utilization, d.gpu_memory_utilization),
+            available_kv_memory_bytes=None if self.available_kv_memory is None else parse_size(
+                self.available_kv_memory, option=flag_of("available_kv_memory_bytes")),
+            tp=_given(self.tp, d.tp), pp=_given(self.pp, d.pp),
+            dtype=_given(_value(self.dtype), d.dtype),
+            kv_cache_dtype=_given(_value(self.kv_cache_dtype), d.kv_cache_dtype),
+            mamba_ssm_dtype=_given(_value(self.mamba_ssm_dtype), d.mamba_ssm_dtype),
+            block_size=_given(self.block_size, d.block_size),
+            max_model_len=self.max_model_len, allow_long_max_model_len=allow_long_max_model_len_from_env(),
+            max_num_batched_tokens=self.max_num_batched_tokens,
+            max_num_seqs=_given(self.max_num_seqs, d.max_num_seqs),
+            vllm_log=_given(_value(self.vllm_log), d.vllm_log),
+            expected_avg_seq_len=expected_avg_seq_len_from_env() if self.expected_avg_seq_len is None
+            else parse_positive_int(self.expected_avg_seq_len, name=flag_of("expected_avg_seq_len")),
+            concurrency=_given(self.concurrency, d.concurrency),
+            enable_prefix_caching=not self.no_prefix_caching,
+            primary_layout=_given(_value(self.layout), d.primary_layout),
+        )
+
+    def assumed(self, budget: MemoryBudget) -> dict[str, Any]:
+        """Defaults the user did not choose that shaped the plan: the GPU, when neither --gpu nor
+        --gpu-memory was given (with an exact KV budget it still sets max_num_batched_tokens)."""
+        if self.gpu is not None or self.gpu_memory is not None or DEFAULTS.gpu is None:
+            return {}
+        if self.available_kv_memory is not None and self.max_num_batched_tokens is not None:
+            return {}
+        return {"gpu": DEFAULTS.gpu, "gpu_total_bytes": get_gpu(DEFAULTS.gpu).total_bytes,
+                "max_num_batched_tokens": budget.max_num_batched_tokens}
+
+
+def assumed_note(assumed: dict[str, Any]) -> str | None:
+    """The stderr line for PlanOptions.assumed (human output), None when nothing was assumed."""
+    if not assumed:
+        return None
+    return (f"no --gpu given: planned for {assumed['gpu']} ({format_gib(assumed['gpu_total_bytes'])}, "
+            f"max_num_batched_tokens {assumed['max_num_batched_tokens']:,}); pass --gpu NAME or "
+            "--gpu-memory SIZE to choose")
+
+
+def _given(value: T | None, default: T) -> T:
+    return default if value is None else value
+
+
+def _value(choice: Enum | None) -> Any:
+    return None if choice is None else choice.value

@@ -19,6 +19,7 @@ from hkv.cli.output import stderr_console
 from hkv.planner.sizes import format_bytes
 from hkv.runtime.live.live_run import Generation, RunObserver, RunOutcome
 from hkv.runtime.live.run_report import RunReport
+from hkv.runtime.live.stream_decoder import StreamDecoder
 
 
 def completion_text(generation: Generation, tokenizer: Any | None) -> str:
@@ -39,7 +40,12 @@ class RunProgress(RunObserver):
         self.load_s = 0.0
         self._progress: Progress | None = None
         self._task: Any = None
-        self._printed = ""
+        self._decoder = StreamDecoder(self._decode)
+
+    def _decode(self, token_ids: Any) -> str:
+        if self.tokenizer is None:
+            return "".join(f"{t} " for t in token_ids)
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
 
     @contextmanager
     def loading(self) -> Iterator[None]:
@@ -65,18 +71,14 @@ class RunProgress(RunObserver):
         if not self.stream or self.num_prompts != 1:
             return
         self.close()
-        text = completion_text(generation, self.tokenizer)
-        if self.tokenizer is None:
-            text += " "
-        new = text[len(self._printed):] if text.startswith(self._printed) else text
-        sys.stdout.write(new)
+        sys.stdout.write(self._decoder.push(generation.output_token_ids))
         sys.stdout.flush()
-        self._printed = text
 
     def on_finish(self, generation: Generation) -> None:
         if not self.stream:
             return
         if self.num_prompts == 1:
+            sys.stdout.write(self._decoder.finish(generation.output_token_ids))
             sys.stdout.write(f"\n[{generation.finish_reason}, {len(generation.output_token_ids)} tokens]\n\n")
         else:
             index = int(generation.request_id) + 1

@@ -1,64 +1,63 @@
 """`hkv run --model DIR --prompt-file FILE`: generate with the model on hkv's paged KV cache.
 
-parse -> check every input (files, tokenizer, lengths, plan) -> load weights -> generate ->
-report. Nothing reaches stdout before every input has been checked.
+parse -> check every input (files, tokenizer, lengths, memory, plan) -> load weights -> generate
+-> report. Nothing reaches stdout before every input has been checked.
 
-Exit codes: 0 ok, 1 bad input (one stderr line), 2 usage, 3 the run and the plan disagree (the
-report shows which check failed; see hkv.runtime.live.run_report for the checks).
+Exit codes (cli/errors.py): 0 ok, 1 bad input (one stderr line), 2 usage, 3 the run and the plan
+disagree (the report shows which check failed; see hkv.runtime.live.run_report for the checks).
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hkv.cli.errors import UserError, handles_errors
+from hkv.cli.choices import Device, PromptFormat, RunLayout
+from hkv.cli.errors import CheckFailedError, flag_of, handles_errors
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
-from hkv.planner.gpus import default_max_num_batched_tokens
-from hkv.planner.plan_config import PlanConfig
-from hkv.planner.sizes import parse_size
-from hkv.runtime.errors import RuntimeCacheError
-from hkv.runtime.live.prompt_file import read_prompt_file
-from hkv.runtime.live.run_config import (
-    DEFAULT_CPU_KV_MEMORY_BYTES, DEFAULT_GPU_MEMORY_UTILIZATION, RunConfig, SamplingConfig,
+from hkv.planner.gpus import NO_GPU_MAX_NUM_BATCHED_TOKENS
+from hkv.planner.plan_config import (
+    ALLOW_LONG_ENV, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_SEQS,
+    allow_long_max_model_len_from_env,
 )
+from hkv.planner.sizes import format_bytes, parse_size
+from hkv.runtime.live.prompt_file import read_prompt_file
+from hkv.runtime.live.run_config import DEFAULT_CPU_KV_MEMORY_BYTES, RunConfig, SamplingConfig
 
 if TYPE_CHECKING:
     from hkv.runtime.live.live_run import RunOutcome
 
-RUN_LAYOUTS = ("hkv", "vllm", "partitioned")
-MISMATCH_EXIT = 3
 _RUN_DEFAULTS = RunConfig()
 _SAMPLING_DEFAULTS = SamplingConfig()
-_PLAN_DEFAULTS = {f.name: f.default for f in fields(PlanConfig)}
-_CPU_MNBT = default_max_num_batched_tokens(0, is_a100=False)  # the planner's default without a GPU
 
 ModelOpt = Annotated[str, typer.Option("--model", help="local model directory (config.json + *.safetensors)")]
 PromptFileOpt = Annotated[str, typer.Option("--prompt-file", help="plain text (one prompt) or JSONL: "
                                             '{"prompt": "..."} or {"token_ids": [...]} per line')]
+PromptFormatOpt = Annotated[PromptFormat, typer.Option(  # type: ignore[valid-type]
+    "--prompt-format", help="auto: JSONL when the file's first non-blank character is {, else text")]
 MaxNewOpt = Annotated[int, typer.Option("--max-new-tokens", help="tokens to generate per prompt at most")]
 TemperatureOpt = Annotated[float, typer.Option("--temperature", help="0 = greedy")]
 TopPOpt = Annotated[float, typer.Option("--top-p", help="nucleus sampling mass (with --temperature > 0)")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="sampling seed")]
-LayoutOpt = Annotated[str, typer.Option("--layout", help="KV layout: hkv, vllm or partitioned")]
-MaxLenOpt = Annotated[int | None, typer.Option("--max-model-len",
-                                               help="longest request (default: the model's)")]
+LayoutOpt = Annotated[RunLayout, typer.Option("--layout", help="KV layout")]  # type: ignore[valid-type]
+MaxLenOpt = Annotated[int | None, typer.Option(
+    "--max-model-len", help=f"longest request, at most the model's positions unless {ALLOW_LONG_ENV}=1 "
+                            "[default: the model's]")]
 KvMemoryOpt = Annotated[str | None, typer.Option(
-    "--kv-memory", help=f"KV cache SIZE (default: {DEFAULT_CPU_KV_MEMORY_BYTES // 2**20}MiB on cpu; on cuda "
-                        "free memory x --gpu-memory-utilization - weights)")]
+    "--kv-memory", help=f"KV cache SIZE [default: {format_bytes(DEFAULT_CPU_KV_MEMORY_BYTES)} on cpu; on cuda "
+                        "free memory x --gpu-memory-utilization - weights]")]
 UtilOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization",
-    help=f"cuda: share of free memory for weights + KV (default: {DEFAULT_GPU_MEMORY_UTILIZATION})")]
-MaxSeqsOpt = Annotated[int | None, typer.Option(
-    "--max-num-seqs", help=f"running requests at most (default: {_PLAN_DEFAULTS['max_num_seqs']})")]
+    help=f"cuda: share of free memory for weights + KV [default: {DEFAULT_GPU_MEMORY_UTILIZATION}]")]
+MaxSeqsOpt = Annotated[int, typer.Option("--max-num-seqs", help="running requests at most")]
 MnbtOpt = Annotated[int | None, typer.Option(
-    "--max-num-batched-tokens", help=f"tokens per step, chunked prefill beyond (default: {_CPU_MNBT})")]
-BlockSizeOpt = Annotated[int | None, typer.Option(
-    "--block-size", help=f"tokens per KV block (default: {_PLAN_DEFAULTS['block_size']})")]
-DeviceOpt = Annotated[str, typer.Option("--device", help="cpu or cuda")]
+    "--max-num-batched-tokens",
+    help=f"tokens per step, chunked prefill beyond [default: {NO_GPU_MAX_NUM_BATCHED_TOKENS}]")]
+BlockSizeOpt = Annotated[int, typer.Option("--block-size", help="tokens per KV block")]
+DeviceOpt = Annotated[Device, typer.Option("--device", help="where the model runs")]  # type: ignore[valid-type]
 FillOpt = Annotated[bool, typer.Option(
     "--fill", help="also admit copies of the first prompt until the KV cache is full, check the count "
                    "against the plan, and run them")]
@@ -68,11 +67,16 @@ FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json
 @handles_errors
 def run_command(
     model: ModelOpt, prompt_file: PromptFileOpt,
+    prompt_format: PromptFormatOpt = PromptFormat("auto"),  # type: ignore[assignment]
     max_new_tokens: MaxNewOpt = _RUN_DEFAULTS.max_new_tokens,
     temperature: TemperatureOpt = _SAMPLING_DEFAULTS.temperature, top_p: TopPOpt = _SAMPLING_DEFAULTS.top_p,
-    seed: SeedOpt = _SAMPLING_DEFAULTS.seed, layout: LayoutOpt = "hkv", max_model_len: MaxLenOpt = None,
-    kv_memory: KvMemoryOpt = None, gpu_memory_utilization: UtilOpt = None, max_num_seqs: MaxSeqsOpt = None,
-    max_num_batched_tokens: MnbtOpt = None, block_size: BlockSizeOpt = None, device: DeviceOpt = "cpu",
+    seed: SeedOpt = _SAMPLING_DEFAULTS.seed,
+    layout: LayoutOpt = RunLayout("hkv"),  # type: ignore[assignment]
+    max_model_len: MaxLenOpt = None,
+    kv_memory: KvMemoryOpt = None, gpu_memory_utilization: UtilOpt = None,
+    max_num_seqs: MaxSeqsOpt = DEFAULT_MAX_NUM_SEQS, max_num_batched_tokens: MnbtOpt = None,
+    block_size: BlockSizeOpt = DEFAULT_BLOCK_SIZE,
+    device: DeviceOpt = Device("cpu"),  # type: ignore[assignment]
     fill_cache: FillOpt = False, output_format: FormatOpt = OutputFormat.human,
 ) -> None:
     """Generate with a local model whose attention reads and writes hkv's paged KV cache, then
@@ -90,18 +94,16 @@ def run_command(
     )
     from hkv.runtime.live.run_report import build_report
 
-    if layout not in RUN_LAYOUTS:
-        raise UserError(f"--layout must be one of {', '.join(RUN_LAYOUTS)}, got {layout!r}")
-    prompts = read_prompt_file(prompt_file)
+    prompts = read_prompt_file(prompt_file, prompt_format.value)
     sampling = SamplingConfig(temperature, top_p, seed)
     options = RunOptions(
-        device=device, layout=layout,
-        kv_memory_bytes=parse_size(kv_memory, option="--kv-memory") if kv_memory is not None else None,
-        gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len, block_size=block_size,
+        device=device.value, layout=layout.value,
+        kv_memory_bytes=None if kv_memory is None else parse_size(kv_memory, option=flag_of("kv_memory_bytes")),
+        gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+        allow_long_max_model_len=allow_long_max_model_len_from_env(), block_size=block_size,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
-    if max_new_tokens < 1:
-        raise UserError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
-    torch_device = check_device(device)
+    RunConfig(max_new_tokens=max_new_tokens)  # checks it before anything is loaded
+    torch_device = check_device(options.device)
     files = open_model(model)
     prompt_ids = encode_prompts(files, prompts)
     kv_bytes = kv_memory_budget(files, options)
@@ -110,6 +112,7 @@ def run_command(
     config = RunConfig(max_new_tokens=max_new_tokens, sampling=sampling,
                        max_num_batched_tokens=the_plan.budget.max_num_batched_tokens,
                        max_num_seqs=the_plan.config.max_num_seqs, eos_token_ids=files.eos_token_ids)
+    assumed = _assumed(options, kv_bytes)
     human = output_format is OutputFormat.human
     progress = RunProgress(files.tokenizer, len(prompt_ids), show=human and sys.stderr.isatty(), stream=human)
     try:
@@ -118,8 +121,6 @@ def run_command(
         outcome = generate(runner, prompt_ids, config, progress)
         progress.close()
         fill_outcome = fill(runner, prompt_ids[0], config) if fill_cache else None
-    except RuntimeCacheError as err:
-        raise UserError(str(err)) from None
     finally:
         progress.close()
     layout_obj = the_plan.primary.layout
@@ -129,18 +130,31 @@ def run_command(
         console = stdout_console()
         render_timings(outcome, progress.load_s, console)
         render_report(report, console)
+        if assumed:
+            note(", ".join(f"no {flag_of(k)} given: used {format_bytes(v) if k.endswith('_bytes') else v}"
+                           for k, v in assumed.items()) + f" (the {options.device} default)")
     else:
         write_json({
             "schema_version": 1, "model": str(files.path), "model_type": files.spec.model_type,
-            "device": str(torch_device), "dtype": str(files.dtype).removeprefix("torch."),
+            "device": str(torch_device), "dtype": str(files.dtype).removeprefix("torch."), "assumed": assumed,
             "generations": _generations(outcome, files.tokenizer),
             "timings": _timings(outcome, progress.load_s), "report": asdict(report),
         })
     if not report.agree:
         failed = [c for c in report.checks if not c.ok]
-        note("MISMATCH between the plan and the run: " + "; ".join(
+        raise CheckFailedError("MISMATCH between the plan and the run: " + "; ".join(
             f"{c.name}: predicted {c.predicted}, measured {c.measured}" for c in failed))
-        raise typer.Exit(MISMATCH_EXIT)
+
+
+def _assumed(options: Any, kv_bytes: int) -> dict[str, Any]:
+    """The memory default the run used when the user chose none (said on stderr / in JSON)."""
+    if options.kv_memory_bytes is not None:
+        return {}
+    if options.device == "cpu":
+        return {"kv_memory_bytes": kv_bytes}
+    if options.gpu_memory_utilization is None:
+        return {"gpu_memory_utilization": DEFAULT_GPU_MEMORY_UTILIZATION}
+    return {}
 
 
 def _generations(outcome: RunOutcome, tokenizer: Any | None) -> list[dict[str, Any]]:

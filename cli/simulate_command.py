@@ -10,30 +10,39 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from hkv.cli.errors import UserError, handles_errors
+from hkv.cli.choices import ALL_LAYOUTS, SimulateLayout
+from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.output import OutputFormat, note, stderr_console, stdout_console, write_json
 from hkv.cli.plan_options import (
     AvailableOpt, AvgLenOpt, BlockSizeOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt,
-    MaxSeqsOpt, MnbtOpt, NoPrefixOpt, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt, build_plan_config,
+    MaxSeqsOpt, MnbtOpt, NoPrefixOpt, PlanOptions, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt,
+    assumed_note,
 )
 from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.block_fit import check_pools_hold_a_block
+from hkv.planner.memory_budget import does_not_fit_error
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import LAYOUT_NAMES
 from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
 
 ModelArg = Annotated[str, typer.Argument(help="catalog name, HF id, model directory or config.json")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
-WorkloadOpt = Annotated[str | None, typer.Option("--workload", help="synthetic workload, e.g. shared-prefix:n=1000,prefix=2048,prompt=256,output=128")]
+WorkloadOpt = Annotated[str | None, typer.Option(
+    "--workload", help="synthetic workload, e.g. shared-prefix:n=1000,prefix=2048,prompt=256,output=128")]
 TraceOpt = Annotated[str | None, typer.Option("--trace", help="JSONL trace file")]
-SimLayoutOpt = Annotated[str, typer.Option("--layout", help="hkv, vllm, vllm-no-hybrid, partitioned or all")]
-ProbeOpt = Annotated[bool, typer.Option("--probe-capacity", help="admit max-length requests until one does not fit; compare with the plan")]
+SimLayoutOpt = Annotated[SimulateLayout, typer.Option(  # type: ignore[valid-type]
+    "--layout", help="layout to simulate, or all")]
+ProbeOpt = Annotated[bool, typer.Option(
+    "--probe-capacity", help="admit max-length requests until one does not fit; compare with the plan (exit 3 "
+                             "when they differ)")]
 SweepOpt = Annotated[bool, typer.Option("--sweep-split", help="partitioned: try pool splits and report the best for the workload")]
-EvictionOpt = Annotated[EvictionPolicy, typer.Option("--eviction", help="group_aware or lru")]
+EvictionOpt = Annotated[EvictionPolicy, typer.Option("--eviction", help="eviction policy")]
 
 
 @handles_errors
 def simulate_command(
-    model: ModelArg, workload: WorkloadOpt = None, trace: TraceOpt = None, layout: SimLayoutOpt = "hkv",
+    model: ModelArg, workload: WorkloadOpt = None, trace: TraceOpt = None,
+    layout: SimLayoutOpt = SimulateLayout("hkv"),  # type: ignore[assignment]
     probe_capacity_flag: ProbeOpt = False, sweep_split: SweepOpt = False,
     eviction: EvictionOpt = EvictionPolicy.GROUP_AWARE,
     gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, utilization: UtilOpt = None,
@@ -46,10 +55,11 @@ def simulate_command(
 ) -> None:
     """Replay a workload through the real hybrid KV cache manager and scheduler (no model).
 
+    A model whose weights do not fit the GPU, or a KV budget that holds no block, is an error.
+
     Examples: hkv simulate gemma-3-27b --gpu h100 --workload shared-prefix:n=2000,prefix=2048,prompt=256,output=64
     --layout all ; hkv simulate gpt-oss-120b --gpu h100 --probe-capacity --layout all
     """
-    options = dict(locals())
     # The runtime is imported here, not at module level, so `hkv plan` starts without it.
     from hkv.runtime.scheduler.scheduler import SchedulerConfig
     from hkv.runtime.simulation.simulator import SimulationConfig
@@ -57,20 +67,26 @@ def simulate_command(
     from hkv.runtime.simulation.workload_gen import generate_workload
     from hkv.runtime.simulation.workload_spec import parse_workload
 
-    for key in ("model", "workload", "trace", "layout", "probe_capacity_flag", "sweep_split", "eviction",
-                "output_format"):
-        del options[key]
-    names = list(LAYOUT_NAMES) if layout == "all" else [layout]
-    if layout != "all" and layout not in LAYOUT_NAMES:
-        raise UserError(f"--layout must be one of {', '.join(LAYOUT_NAMES)} or all, got {layout!r}")
+    options = PlanOptions(
+        gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=utilization,
+        available_kv_memory=available_kv_memory, tp=tp, pp=pp, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
+        mamba_ssm_dtype=mamba_ssm_dtype, block_size=block_size, max_model_len=max_model_len,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, vllm_log=vllm_log,
+        expected_avg_seq_len=expected_avg_seq_len, no_prefix_caching=no_prefix_caching)
     if not probe_capacity_flag and (workload is None) == (trace is None):
         raise UserError("give exactly one of --workload SPEC or --trace FILE (or --probe-capacity)")
-    cfg = build_plan_config(**options)
+    cfg = options.plan_config()
     spec = load_model_spec(model)
     the_plan = plan(spec, cfg)
-    names = [n for n in names if n in the_plan.reports]
+    if not the_plan.budget.fits:
+        raise does_not_fit_error(spec, the_plan.budget)
+    names = [n for n in (LAYOUT_NAMES if layout.value == ALL_LAYOUTS else [layout.value])
+             if n in the_plan.reports]
+    for name in names:
+        check_pools_hold_a_block(the_plan.reports[name].layout, the_plan.budget.available_bytes)
+    assumed = options.assumed(the_plan.budget)
     if probe_capacity_flag:
-        _probe(the_plan, names, output_format)
+        _probe(the_plan, names, output_format, assumed)
         return
     requests = read_trace(trace) if trace else generate_workload(parse_workload(workload or ""))
     too_long = [r for r in requests if r.prompt_len + 1 > the_plan.primary.layout.max_model_len]
@@ -82,7 +98,7 @@ def simulate_command(
         scheduler=SchedulerConfig(the_plan.budget.max_num_batched_tokens, cfg.max_num_seqs),
         cache=CacheConfig(enable_caching=cfg.enable_prefix_caching, eviction_policy=eviction))
     if sweep_split:
-        _sweep(spec, cfg, requests, sim_cfg, output_format)
+        _sweep(spec, cfg, requests, sim_cfg, output_format, assumed)
         return
     reports = []
     for name in names:
@@ -90,13 +106,22 @@ def simulate_command(
         if reports[-1].interrupted:
             break
     if output_format is OutputFormat.json:
-        write_json({"schema_version": 1, "model": spec.name, "reports": [asdict(r) for r in reports]})
+        write_json({"schema_version": 1, "model": spec.name, "assumed": assumed,
+                    "reports": [asdict(r) for r in reports]})
     else:
         from hkv.cli.render_simulation import render_simulation
 
+        _note_assumed(assumed)
         render_simulation(reports, stdout_console())
     if any(r.interrupted for r in reports):
         raise typer.Exit(130)
+
+
+def _note_assumed(assumed) -> None:
+    """Human output: the defaults the user did not choose, on stderr, once the results are in."""
+    line = assumed_note(assumed)
+    if line:
+        note(line)
 
 
 def _run_one(layout, requests, sim_cfg, output_format):
@@ -112,7 +137,7 @@ def _run_one(layout, requests, sim_cfg, output_format):
         return sim.run(lambda done, total: bar.update(task, completed=done))
 
 
-def _probe(the_plan, names, output_format) -> None:
+def _probe(the_plan, names, output_format, assumed) -> None:
     from hkv.runtime.kv_cache.capacity_probe import probe_capacity
 
     rows = []
@@ -124,8 +149,9 @@ def _probe(the_plan, names, output_format) -> None:
                      "max_concurrency": layout.max_concurrency(layout.max_model_len)})
     mismatch = [r for r in rows if r["predicted"] != r["measured"]]
     if output_format is OutputFormat.json:
-        write_json({"schema_version": 1, "probe": rows, "match": not mismatch})
+        write_json({"schema_version": 1, "assumed": assumed, "probe": rows, "match": not mismatch})
     else:
+        _note_assumed(assumed)
         table = Table(title="capacity probe: requests of max_model_len admitted at once")
         for col in ("layout", "max_model_len", "predicted", "measured", "vLLM-style concurrency"):
             table.add_column(col, justify="left" if col == "layout" else "right")
@@ -134,12 +160,11 @@ def _probe(the_plan, names, output_format) -> None:
                           f"{r['max_concurrency']:.2f}x")
         stdout_console().print(table)
     if mismatch:
-        note("MISMATCH between predicted and measured capacity: " + ", ".join(
+        raise CheckFailedError("MISMATCH between predicted and measured capacity: " + ", ".join(
             f"{r['layout']} predicted {r['predicted']} measured {r['measured']}" for r in mismatch))
-        raise typer.Exit(1)
 
 
-def _sweep(spec, cfg, requests, sim_cfg, output_format) -> None:
+def _sweep(spec, cfg, requests, sim_cfg, output_format, assumed) -> None:
     from hkv.runtime.simulation.simulator import Simulator
 
     max_len = cfg.max_model_len or spec.max_model_len
@@ -158,8 +183,10 @@ def _sweep(spec, cfg, requests, sim_cfg, output_format) -> None:
             break
     best = min(rows, key=lambda r: (r["simulated_s"], r["num_preemptions"]))
     if output_format is OutputFormat.json:
-        write_json({"schema_version": 1, "sweep": rows, "best_expected_avg_seq_len": best["expected_avg_seq_len"]})
+        write_json({"schema_version": 1, "assumed": assumed, "sweep": rows,
+                    "best_expected_avg_seq_len": best["expected_avg_seq_len"]})
         return
+    _note_assumed(assumed)
     table = Table(title="partitioned pool split sweep (lower simulated time is better)")
     for col in ("EXPECTED_AVERAGE_SEQ_LENGTH", "simulated s", "steps", "preemptions", "mean running", "hit rate"):
         table.add_column(col, justify="right")

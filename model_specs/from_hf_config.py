@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from hkv.model_specs.architecture_check import check_architecture
 from hkv.model_specs.attention_dims import attention_desc, attention_dims
 from hkv.model_specs.config_view import ConfigView, merge_text_config
 from hkv.model_specs.dtypes import DEFAULT_DTYPE_BYTES, dtype_bytes
@@ -31,7 +32,8 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
                    weights_bytes_exact: int | None = None) -> ModelSpec:
     """The ModelSpec of `config` (a parsed config.json); `name` labels it in reports.
 
-    Raises InvalidConfigError (one line, naming the attribute) for configs it cannot interpret.
+    Raises UnsupportedArchitectureError for models hkv does not handle (architecture_check.py) and
+    InvalidConfigError (one line, naming the attribute) for configs it cannot interpret.
     """
     if not isinstance(config, Mapping):
         raise InvalidConfigError(f"{name}: config must be a JSON object, got {type(config).__name__}")
@@ -39,6 +41,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
     if not merged.get("model_type"):
         raise InvalidConfigError(f"{name}: config has no model_type; cannot tell which family rules apply")
     family = family_of(merged)
+    check_architecture(config, merged, family, name)
     view = ConfigView(merged, family, defaults_for(family), [], QUIET_DEFAULT_KEYS)
 
     kinds = classify_layers(view)

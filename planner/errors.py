@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from hkv.model_specs.errors import InputError
 
-class PlanError(Exception):
+
+class PlanError(InputError):
     """Base of user-facing planner errors (bad input, impossible budgets)."""
 
 
@@ -12,7 +14,7 @@ class InvalidInputError(PlanError, ValueError):
 
 
 class DoesNotFitError(PlanError):
-    """The model does not leave any memory for the KV cache on the chosen hardware."""
+    """The model, or one block of its KV cache, does not fit the memory it was given."""
 
 
 class LayoutUnavailableError(PlanError):

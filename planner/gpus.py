@@ -78,8 +78,8 @@ def get_gpu(name: str) -> Gpu:
     close = difflib.get_close_matches(key, list(_BY_NAME) + list(_ALIASES), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise InvalidInputError(
-        f"unknown GPU {name!r}{hint} (known: {', '.join(_BY_NAME)}; or pass --gpu-memory SIZE)"
-    )
+        f"unknown GPU {name!r}{hint} (known: {', '.join(_BY_NAME)}; or give gpu_memory_bytes instead)",
+        fields=("gpu_memory_bytes",))
 
 
 def default_max_num_batched_tokens(total_bytes: int, is_a100: bool) -> int:
@@ -89,3 +89,7 @@ def default_max_num_batched_tokens(total_bytes: int, is_a100: bool) -> int:
     if total_bytes >= 70 * GIB and not is_a100:
         return 8192
     return 2048
+
+
+# Planning without a GPU (`hkv run` on CPU, or an exact KV budget and gpu=None).
+NO_GPU_MAX_NUM_BATCHED_TOKENS = default_max_num_batched_tokens(0, is_a100=False)

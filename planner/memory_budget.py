@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from math import ceil
 
 from hkv.model_specs.model_spec import ModelSpec
-from hkv.planner.errors import InvalidInputError
-from hkv.planner.gpus import GIB, default_max_num_batched_tokens, get_gpu
+from hkv.planner.errors import DoesNotFitError, InvalidInputError
+from hkv.planner.gpus import GIB, NO_GPU_MAX_NUM_BATCHED_TOKENS, default_max_num_batched_tokens, get_gpu
 from hkv.planner.plan_config import PlanConfig, dtype_bytes
 from hkv.planner.sizes import format_gib
 
@@ -55,7 +55,7 @@ def resolve_max_num_batched_tokens(cfg: PlanConfig) -> int:
     if cfg.gpu_memory_bytes is not None:
         return default_max_num_batched_tokens(cfg.gpu_memory_bytes, is_a100=False)
     if cfg.gpu is None:
-        return default_max_num_batched_tokens(0, is_a100=False)
+        return NO_GPU_MAX_NUM_BATCHED_TOKENS
     gpu = get_gpu(cfg.gpu)
     return default_max_num_batched_tokens(gpu.total_bytes, gpu.is_a100)
 
@@ -69,11 +69,12 @@ def compute_memory_budget(model: ModelSpec, cfg: PlanConfig) -> MemoryBudget:
         gpu = get_gpu(cfg.gpu)
         device, total = gpu.name, gpu.total_bytes
     elif cfg.available_kv_memory_bytes is None:
-        raise InvalidInputError("give --gpu NAME, --gpu-memory SIZE or --available-kv-memory SIZE")
+        raise InvalidInputError("give gpu, gpu_memory_bytes or available_kv_memory_bytes",
+                                fields=("gpu", "gpu_memory_bytes", "available_kv_memory_bytes"))
     else:
         device, total = "custom", 0
     ranks = cfg.tp * cfg.pp
-    weight_dtype = dtype_bytes("--dtype", cfg.dtype)
+    weight_dtype = dtype_bytes("dtype", cfg.dtype)
     weights = model.weights_bytes if weight_dtype is None else model.num_params * weight_dtype
     weights_per_rank = ceil(weights / ranks)
     act_dtype = weight_dtype or model.dtype_bytes
@@ -89,9 +90,11 @@ def compute_memory_budget(model: ModelSpec, cfg: PlanConfig) -> MemoryBudget:
                         shortfall_bytes=max(0, -available))
 
 
-def shortfall_message(model: ModelSpec, budget: MemoryBudget, cfg: PlanConfig) -> str:
+def does_not_fit_error(model: ModelSpec, budget: MemoryBudget) -> DoesNotFitError:
+    """The one-line error for a budget whose weights and overhead exceed the GPU (not budget.fits)."""
     overhead = budget.activation_bytes + budget.cudagraph_bytes + budget.non_torch_bytes
-    return (f"{model.name} does not fit: {format_gib(budget.weights_bytes)} of weights per GPU plus about "
-            f"{format_gib(overhead)} of runtime overhead exceed {format_gib(budget.requested_bytes)} "
-            f"({budget.gpu_memory_utilization:g} x {format_gib(budget.total_bytes)} on {budget.device}); "
-            f"short by {format_gib(budget.shortfall_bytes)}: raise --tp/--pp or use a larger GPU")
+    return DoesNotFitError(
+        f"{model.name} does not fit: {format_gib(budget.weights_bytes)} of weights per GPU plus about "
+        f"{format_gib(overhead)} of runtime overhead exceed {format_gib(budget.requested_bytes)} "
+        f"({budget.gpu_memory_utilization:g} x {format_gib(budget.total_bytes)} on {budget.device}); "
+        f"short by {format_gib(budget.shortfall_bytes)}: raise tp/pp or use a larger GPU", fields=("tp", "pp"))

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.capacity import Capacity, vllm_log_lines
-from hkv.planner.errors import LayoutUnavailableError
+from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
 from hkv.planner.hkv_layout import build_hkv_layout
 from hkv.planner.layout import Layout
 from hkv.planner.memory_budget import MemoryBudget, compute_memory_budget
 from hkv.planner.partitioned_layout import build_partitioned_layout
-from hkv.planner.plan_config import PlanConfig
+from hkv.planner.plan_config import ALLOW_LONG_ENV, PlanConfig
 from hkv.planner.vllm_layout import build_vllm_layout
 
 LayoutBuilder = Callable[[ModelSpec, PlanConfig, MemoryBudget], Layout]
@@ -55,17 +55,21 @@ def build_layout(name: str, model: ModelSpec, cfg: PlanConfig, budget: MemoryBud
 
 
 def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
-    """Pure: no I/O. Raises DoesNotFitError / InvalidInputError / LayoutUnavailableError
-    (the latter only when the primary layout cannot apply)."""
+    """Pure: no I/O. Raises InvalidInputError (also for a max_model_len beyond the model's
+    positions, unless cfg.allow_long_max_model_len) / LayoutUnavailableError (only when the primary
+    layout cannot apply). A model that does not fit gives a plan whose budget says so (`fits`)."""
+    check_max_model_len(model, cfg)
     budget = compute_memory_budget(model, cfg)
     upper_len = max(model.max_model_len, cfg.max_model_len or 0)
     reports: dict[str, LayoutReport] = {}
     skipped: dict[str, str] = {}
+    primary_error: LayoutUnavailableError | None = None
     for name in BUILDERS:
         try:
             layout = build_layout(name, model, cfg, budget)
         except LayoutUnavailableError as err:
             skipped[name] = str(err)
+            primary_error = err if name == cfg.primary_layout else primary_error
             continue
         seq_len = layout.max_model_len
         lines = vllm_log_lines(layout, cfg.vllm_log) if name.startswith("vllm") else ()
@@ -73,6 +77,18 @@ def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
             layout, Capacity.of(layout, cfg.concurrency, upper_len), layout.waste_fraction(seq_len),
             layout.ideal_bytes_per_request(seq_len), lines,
         )
-    if cfg.primary_layout in skipped:
-        raise LayoutUnavailableError(f"--layout {cfg.primary_layout}: {skipped[cfg.primary_layout]}")
+    if primary_error is not None:
+        raise LayoutUnavailableError(f"primary_layout {cfg.primary_layout}: {primary_error}",
+                                     fields=("primary_layout", *primary_error.fields))
     return Plan(model, cfg, budget, reports, skipped)
+
+
+def check_max_model_len(model: ModelSpec, cfg: PlanConfig) -> None:
+    """InvalidInputError when cfg.max_model_len exceeds the model's positions and the config does
+    not allow it (vLLM refuses the same unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)."""
+    if cfg.max_model_len is None or cfg.max_model_len <= model.max_model_len or cfg.allow_long_max_model_len:
+        return
+    raise InvalidInputError(
+        f"max_model_len {cfg.max_model_len:,} exceeds the {model.max_model_len:,} positions of {model.name}; "
+        f"set {ALLOW_LONG_ENV}=1 if you mean it (outputs past the trained positions may be garbage)",
+        fields=("max_model_len",))

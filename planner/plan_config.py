@@ -10,27 +10,37 @@ from hkv.model_specs.cache_options import CacheOptions
 from hkv.planner.errors import InvalidInputError
 
 LAYOUT_NAMES = ("hkv", "vllm", "vllm-no-hybrid", "partitioned")
+KV_CACHE_DTYPES = ("auto", "fp8")
+VLLM_LOG_FORMATS = ("current", "legacy")  # legacy: vLLM <= v0.23's capacity log lines
 EXPECTED_AVG_ENV = "EXPECTED_AVERAGE_SEQ_LENGTH"
+ALLOW_LONG_ENV = "HKV_ALLOW_LONG_MAX_MODEL_LEN"  # "1": max_model_len may exceed the model's positions
 
-_DTYPE_BYTES = {"auto": None, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
+# Defaults shared with the runtime (SchedulerConfig, RunConfig); vLLM's values.
+DEFAULT_GPU = "h100"
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+DEFAULT_BLOCK_SIZE = 16
+DEFAULT_MAX_NUM_SEQS = 256
+
+DTYPE_BYTES = {"auto": None, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
                 "float32": 4, "fp32": 4, "float": 4, "fp8": 1, "float8": 1}
 
 
 @dataclass(frozen=True)
 class PlanConfig:
-    gpu: str | None = "h100"
+    gpu: str | None = DEFAULT_GPU
     gpu_memory_bytes: int | None = None  # overrides the GPU table's total
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
     available_kv_memory_bytes: int | None = None  # exact KV budget per rank (vLLM kv_cache_memory_bytes)
     tp: int = 1
     pp: int = 1
     dtype: str = "auto"  # weights
     kv_cache_dtype: Literal["auto", "fp8"] = "auto"
     mamba_ssm_dtype: str = "auto"
-    block_size: int = 16
+    block_size: int = DEFAULT_BLOCK_SIZE
     max_model_len: int | None = None  # None: the model's own
+    allow_long_max_model_len: bool = False  # max_model_len beyond the model's positions (ALLOW_LONG_ENV)
     max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU class
-    max_num_seqs: int = 256
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     vllm_log: Literal["current", "legacy"] = "current"
     expected_avg_seq_len: int | None = None  # partitioned split; None: env var, else max_model_len
     concurrency: int = 1
@@ -38,52 +48,48 @@ class PlanConfig:
     primary_layout: str = "hkv"
 
     def __post_init__(self) -> None:
-        _positive("--tp", self.tp)
-        _positive("--pp", self.pp)
-        _positive("--block-size", self.block_size)
-        _positive("--max-num-seqs", self.max_num_seqs)
-        _positive("--concurrency", self.concurrency)
-        for option, value in (("--max-model-len", self.max_model_len),
-                              ("--max-num-batched-tokens", self.max_num_batched_tokens),
-                              ("--expected-avg-seq-len", self.expected_avg_seq_len)):
-            if value is not None:
-                _positive(option, value)
+        for name in ("tp", "pp", "block_size", "max_num_seqs", "concurrency"):
+            _positive(name, getattr(self, name))
+        for name in ("max_model_len", "max_num_batched_tokens", "expected_avg_seq_len"):
+            if getattr(self, name) is not None:
+                _positive(name, getattr(self, name))
         if not 0 < self.gpu_memory_utilization <= 1:
             raise InvalidInputError(
-                f"--gpu-memory-utilization must be in (0, 1], got {self.gpu_memory_utilization}"
-            )
-        if self.vllm_log not in ("current", "legacy"):
-            raise InvalidInputError(f"--vllm-log must be current or legacy, got {self.vllm_log!r}")
-        if self.kv_cache_dtype not in ("auto", "fp8"):
-            raise InvalidInputError(f"--kv-cache-dtype must be auto or fp8, got {self.kv_cache_dtype!r}")
+                f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}",
+                fields=("gpu_memory_utilization",))
+        if self.vllm_log not in VLLM_LOG_FORMATS:
+            raise InvalidInputError(f"vllm_log must be current or legacy, got {self.vllm_log!r}",
+                                    fields=("vllm_log",))
+        if self.kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise InvalidInputError(f"kv_cache_dtype must be auto or fp8, got {self.kv_cache_dtype!r}",
+                                    fields=("kv_cache_dtype",))
         if self.primary_layout not in LAYOUT_NAMES:
             raise InvalidInputError(
-                f"--layout must be one of {', '.join(LAYOUT_NAMES)}, got {self.primary_layout!r}"
-            )
-        dtype_bytes("--dtype", self.dtype)
-        dtype_bytes("--mamba-ssm-dtype", self.mamba_ssm_dtype)
+                f"primary_layout must be one of {', '.join(LAYOUT_NAMES)}, got {self.primary_layout!r}",
+                fields=("primary_layout",))
+        dtype_bytes("dtype", self.dtype)
+        dtype_bytes("mamba_ssm_dtype", self.mamba_ssm_dtype)
 
     def cache_options(self, model_dtype_bytes: int) -> CacheOptions:
-        weights = dtype_bytes("--dtype", self.dtype) or model_dtype_bytes
+        weights = dtype_bytes("dtype", self.dtype) or model_dtype_bytes
         kv = 1 if self.kv_cache_dtype == "fp8" else weights
-        ssm = dtype_bytes("--mamba-ssm-dtype", self.mamba_ssm_dtype)
+        ssm = dtype_bytes("mamba_ssm_dtype", self.mamba_ssm_dtype)
         return CacheOptions(tp=self.tp, kv_dtype_bytes=kv, conv_dtype_bytes=None if self.dtype == "auto"
                             else weights, ssm_dtype_bytes=ssm)
 
 
-def dtype_bytes(option: str, name: str) -> int | None:
-    """Element size of a dtype name; None for "auto". InvalidInputError names the option."""
+def dtype_bytes(field: str, name: str) -> int | None:
+    """Element size of a dtype name; None for "auto". InvalidInputError names the field."""
     key = name.strip().lower()
-    if key not in _DTYPE_BYTES:
+    if key not in DTYPE_BYTES:
         raise InvalidInputError(
-            f"{option} must be one of auto, bfloat16, float16, float32, fp8; got {name!r}"
-        )
-    return _DTYPE_BYTES[key]
+            f"{field} must be one of auto, bfloat16, float16, float32, fp8; got {name!r}", fields=(field,))
+    return DTYPE_BYTES[key]
 
 
-def _positive(option: str, value: int) -> None:
+def _positive(field: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidInputError(f"{option} must be a positive integer, got {value!r}")
+        raise InvalidInputError(f"{field} must be a positive integer, got {value!r}", fields=(field,))
 
 
 def parse_positive_int(text: str, *, name: str) -> int:
@@ -100,3 +106,9 @@ def expected_avg_seq_len_from_env(environ: dict[str, str] | None = None) -> int 
     if EXPECTED_AVG_ENV not in env:
         return None
     return parse_positive_int(env[EXPECTED_AVG_ENV], name=EXPECTED_AVG_ENV)
+
+
+def allow_long_max_model_len_from_env(environ: dict[str, str] | None = None) -> bool:
+    """True when HKV_ALLOW_LONG_MAX_MODEL_LEN is 1 (like vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN)."""
+    env = os.environ if environ is None else environ
+    return env.get(ALLOW_LONG_ENV, "").strip().lower() in ("1", "true")

@@ -121,8 +121,8 @@ def _check_stages_own_cache(model: ModelSpec, entries: list, pp: int) -> None:
     owning = {pp_stage_of(layer.layer_idx, model.num_hidden_layers, pp) for layer, _ in entries}
     if len(owning) < pp:
         missing = sorted(set(range(pp)) - owning)
-        raise LayoutUnavailableError(f"vLLM rejects --pp {pp}: stage(s) {missing} hold no layer that owns "
-                                     f"KV cache (all KV-shared)")
+        raise LayoutUnavailableError(f"vLLM rejects pp {pp}: stage(s) {missing} hold no layer that owns "
+                                     f"KV cache (all KV-shared)", fields=("pp",))
 
 
 def _group(layers: list[PagedLayer], notes: list[str]) -> list[list[PagedLayer]]:

@@ -1,10 +1,12 @@
-"""Typed runtime errors (the CLI maps them to one-line messages)."""
+"""Typed runtime errors a user's input can cause (the CLI maps them to one-line messages)."""
 
 from __future__ import annotations
 
+from hkv.model_specs.errors import InputError
 
-class RuntimeCacheError(Exception):
-    """Base of the runtime's errors."""
+
+class RuntimeCacheError(InputError):
+    """Base of the runtime's user-caused errors."""
 
 
 class OutOfBlocksError(RuntimeCacheError):
@@ -13,3 +15,7 @@ class OutOfBlocksError(RuntimeCacheError):
 
 class RequestTooLongError(RuntimeCacheError):
     """A prompt is longer than max_model_len."""
+
+
+class InvalidOptionError(RuntimeCacheError, ValueError):
+    """A runtime option (sampling, lengths, device) has a value the runtime cannot use."""

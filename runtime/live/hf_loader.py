@@ -17,6 +17,8 @@ from typing import Any  # noqa: E402
 
 import torch  # noqa: E402
 
+from hkv.model_specs.errors import InputError  # noqa: E402
+
 # Checkpoint key prefixes of a multimodal model's language part -> the text causal LM's keys.
 _TEXT_KEY_MAPPING = {
     r"^language_model\.lm_head\.": "lm_head.",
@@ -25,9 +27,10 @@ _TEXT_KEY_MAPPING = {
     r"^language_model\.": "model.",
 }
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+_NAMED_MISSING = 3  # missing tensors named in the error; the rest are counted
 
 
-class ModelLoadError(ValueError):
+class ModelLoadError(InputError):
     """The directory cannot be loaded as a causal LM (no weights, unknown architecture, ...)."""
 
 
@@ -35,7 +38,8 @@ def check_model_dir(model_dir: str | Path) -> Path:
     """The directory, if it holds config.json and safetensors weights; else ModelLoadError."""
     path = Path(model_dir).expanduser()
     if not path.is_dir():
-        raise ModelLoadError(f"{model_dir}: not a directory; --model takes a local model directory")
+        raise ModelLoadError(f"{model_dir}: not a directory; expected a local model directory "
+                             "(config.json + *.safetensors)")
     if not (path / "config.json").is_file():
         raise ModelLoadError(f"{model_dir}: no config.json; expected a Hugging Face model directory")
     if not any(path.glob("*.safetensors")):
@@ -82,8 +86,9 @@ def load_causal_lm(model_dir: Path, config: Any, dtype: torch.dtype, device: tor
     text_config = config.get_text_config()
     try:
         if text_config is config:
-            model = AutoModelForCausalLM.from_pretrained(model_dir, config=config, dtype=dtype,
-                                                         local_files_only=True, use_safetensors=True)
+            model, info = AutoModelForCausalLM.from_pretrained(
+                model_dir, config=config, dtype=dtype, local_files_only=True, use_safetensors=True,
+                output_loading_info=True)
         else:
             model_class = MODEL_FOR_CAUSAL_LM_MAPPING.get(type(text_config), None)
             if model_class is None:
@@ -92,16 +97,25 @@ def load_causal_lm(model_dir: Path, config: Any, dtype: torch.dtype, device: tor
             model, info = model_class.from_pretrained(
                 model_dir, config=text_config, dtype=dtype, local_files_only=True, use_safetensors=True,
                 key_mapping=_TEXT_KEY_MAPPING, output_loading_info=True)
-            if info["missing_keys"]:
-                missing = sorted(info["missing_keys"])
-                raise ModelLoadError(f"{model_dir}: the language model's weights are missing from the "
-                                     f"checkpoint ({len(missing)} tensors, first: {missing[0]})")
     except ModelLoadError:
         raise
     except (ValueError, KeyError, OSError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelLoadError(f"{model_dir}: cannot load the model ({first})") from None
+    _check_no_missing_weights(model_dir, type(model).__name__, info["missing_keys"])
     return model.to(device).eval()
+
+
+def _check_no_missing_weights(model_dir: Path, class_name: str, missing_keys: Any) -> None:
+    """ModelLoadError naming the first missing tensors: transformers would initialise them at
+    random, and a run on random weights is no run of this model."""
+    missing = sorted(missing_keys)
+    if not missing:
+        return
+    named = ", ".join(missing[:_NAMED_MISSING])
+    more = f" and {len(missing) - _NAMED_MISSING} more" if len(missing) > _NAMED_MISSING else ""
+    raise ModelLoadError(f"{model_dir}: the checkpoint lacks {len(missing)} tensor(s) that {class_name} "
+                         f"needs: {named}{more}")
 
 
 def load_tokenizer(model_dir: Path) -> Any | None:

@@ -4,8 +4,9 @@ and only then the weights and the ModelRunner.
 
 KV memory: `kv_memory_bytes` when given; else on CPU DEFAULT_CPU_KV_MEMORY_BYTES (256 MiB); on
 CUDA the free device memory (torch.cuda.mem_get_info, before the weights load) x
-gpu_memory_utilization minus the checkpoint's weight bytes. The plan is made for exactly that
-budget (PlanConfig.available_kv_memory_bytes), so its Layout is what gets allocated.
+gpu_memory_utilization minus the checkpoint's weight bytes. On CPU the weights plus the KV cache
+must fit the machine's available memory (checked before anything is allocated). The plan is made
+for exactly that budget (PlanConfig.available_kv_memory_bytes), so its Layout is what gets allocated.
 """
 
 from __future__ import annotations
@@ -17,26 +18,33 @@ from typing import Any
 
 import torch
 
+from hkv.model_specs.errors import InputError
 from hkv.model_specs.layer_desc import AttentionDesc, RecurrentDesc
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.errors import DoesNotFitError
 from hkv.planner.plan import Plan, plan
-from hkv.planner.plan_config import PlanConfig
+from hkv.planner.plan_config import (
+    DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_SEQS, PlanConfig,
+)
+from hkv.planner.sizes import format_bytes
+from hkv.runtime.errors import InvalidOptionError
 from hkv.runtime.live.hf_loader import (
     check_model_dir, eos_token_ids, load_causal_lm, load_config, load_tokenizer, model_dtype,
 )
+from hkv.runtime.live.host_memory import available_host_memory_bytes
 from hkv.runtime.live.model_runner import ModelRunner
 from hkv.runtime.live.prompt_file import Prompt
-from hkv.runtime.live.run_config import DEFAULT_CPU_KV_MEMORY_BYTES, DEFAULT_GPU_MEMORY_UTILIZATION
+from hkv.runtime.live.run_config import DEFAULT_CPU_KV_MEMORY_BYTES
 
 _DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
-class UnsupportedModelError(ValueError):
+class UnsupportedModelError(InputError):
     """The model loads but `hkv run` cannot run it yet (recurrent hybrids, MLA, ...)."""
 
 
-class PromptError(ValueError):
+class PromptError(InputError):
     """A prompt cannot run: text without a tokenizer, unknown token ids, too long."""
 
 
@@ -47,9 +55,10 @@ class RunOptions:
     kv_memory_bytes: int | None = None  # None: the device's default (module docstring)
     gpu_memory_utilization: float | None = None  # CUDA only; None: DEFAULT_GPU_MEMORY_UTILIZATION
     max_model_len: int | None = None  # None: the model's
-    block_size: int | None = None  # None: PlanConfig's
+    allow_long_max_model_len: bool = False  # max_model_len beyond the model's positions
+    block_size: int = DEFAULT_BLOCK_SIZE
     max_num_batched_tokens: int | None = None  # None: the planner's default
-    max_num_seqs: int | None = None  # None: PlanConfig's
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
 
 
 @dataclass(frozen=True)
@@ -114,45 +123,60 @@ def encode_prompts(model: ModelFiles, prompts: Sequence[Prompt]) -> list[list[in
 
 
 def kv_memory_budget(model: ModelFiles, options: RunOptions) -> int:
-    """KV bytes for the run (module docstring); ValueError when the device cannot give any."""
+    """KV bytes for the run (module docstring). InvalidOptionError for contradicting options,
+    DoesNotFitError when the device cannot hold the weights and that much KV memory."""
     if options.kv_memory_bytes is not None and options.gpu_memory_utilization is not None:
-        raise ValueError("give --kv-memory or --gpu-memory-utilization, not both")
-    if options.kv_memory_bytes is not None:
-        return options.kv_memory_bytes
+        raise InvalidOptionError("give kv_memory_bytes or gpu_memory_utilization, not both",
+                                 fields=("kv_memory_bytes", "gpu_memory_utilization"))
     if options.device == "cpu":
         if options.gpu_memory_utilization is not None:
-            raise ValueError("--gpu-memory-utilization needs --device cuda; on CPU give --kv-memory SIZE")
-        return DEFAULT_CPU_KV_MEMORY_BYTES
+            raise InvalidOptionError("gpu_memory_utilization needs device cuda; on CPU give kv_memory_bytes",
+                                     fields=("gpu_memory_utilization", "device", "kv_memory_bytes"))
+        kv_bytes = options.kv_memory_bytes or DEFAULT_CPU_KV_MEMORY_BYTES
+        check_host_memory(model, kv_bytes)
+        return kv_bytes
+    if options.kv_memory_bytes is not None:
+        return options.kv_memory_bytes
     utilization = options.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
     if not 0 < utilization <= 1:
-        raise ValueError(f"--gpu-memory-utilization must be in (0, 1], got {utilization}")
+        raise InvalidOptionError(f"gpu_memory_utilization must be in (0, 1], got {utilization}",
+                                 fields=("gpu_memory_utilization",))
     free, _total = torch.cuda.mem_get_info()
     budget = int(free * utilization) - model.spec.weights_bytes
     if budget <= 0:
-        raise ValueError(f"no KV memory left: {free * utilization / 2**30:.2f} GiB free x utilization minus "
-                         f"{model.spec.weights_bytes / 2**30:.2f} GiB of weights; "
-                         "raise --gpu-memory-utilization")
+        raise DoesNotFitError(
+            f"{model.path} does not fit: {format_bytes(model.spec.weights_bytes)} of weights exceed "
+            f"{format_bytes(free)} free x {utilization:g} on the GPU; raise gpu_memory_utilization",
+            fields=("gpu_memory_utilization",))
     return budget
+
+
+def check_host_memory(model: ModelFiles, kv_bytes: int) -> None:
+    """DoesNotFitError when the weights plus `kv_bytes` exceed the machine's available memory."""
+    available = available_host_memory_bytes()
+    weights = model.spec.weights_bytes
+    if weights + kv_bytes > available:
+        raise DoesNotFitError(
+            f"{format_bytes(kv_bytes)} of KV cache plus {format_bytes(weights)} of weights exceed the "
+            f"{format_bytes(available)} of memory this machine has available; lower kv_memory_bytes",
+            fields=("kv_memory_bytes",))
 
 
 def check_device(device: str) -> torch.device:
     if device not in ("cpu", "cuda"):
-        raise ValueError(f"--device must be cpu or cuda, got {device!r}")
+        raise InvalidOptionError(f"device must be cpu or cuda, got {device!r}", fields=("device",))
     if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda: no CUDA device is visible")
+        raise InvalidOptionError("device cuda: no CUDA device is visible", fields=("device",))
     return torch.device(device)
 
 
 def plan_run(model: ModelFiles, options: RunOptions, kv_bytes: int) -> Plan:
     """The plan for exactly `kv_bytes` of KV memory, in the model's dtype."""
-    values: dict[str, Any] = dict(gpu=None, available_kv_memory_bytes=kv_bytes, primary_layout=options.layout,
-                                  dtype=_DTYPE_NAMES[model.dtype], max_model_len=options.max_model_len,
-                                  max_num_batched_tokens=options.max_num_batched_tokens)
-    if options.block_size is not None:
-        values["block_size"] = options.block_size
-    if options.max_num_seqs is not None:
-        values["max_num_seqs"] = options.max_num_seqs
-    return plan(model.spec, PlanConfig(**values))
+    return plan(model.spec, PlanConfig(
+        gpu=None, available_kv_memory_bytes=kv_bytes, primary_layout=options.layout,
+        dtype=_DTYPE_NAMES[model.dtype], max_model_len=options.max_model_len,
+        allow_long_max_model_len=options.allow_long_max_model_len, block_size=options.block_size,
+        max_num_batched_tokens=options.max_num_batched_tokens, max_num_seqs=options.max_num_seqs))
 
 
 def check_prompts_fit(prompts: Sequence[Sequence[int]], the_plan: Plan, max_new_tokens: int) -> None:
@@ -169,7 +193,8 @@ def check_prompts_fit(prompts: Sequence[Sequence[int]], the_plan: Plan, max_new_
         if layout.max_num_requests(seq_len) < 1:
             raise PromptError(f"prompt {i}: one request of {seq_len:,} tokens does not fit the KV cache "
                               f"({layout.name} layout, {the_plan.budget.available_bytes:,} bytes); "
-                              "raise --kv-memory or lower --max-new-tokens")
+                              "raise kv_memory_bytes or lower max_new_tokens",
+                              fields=("kv_memory_bytes", "max_new_tokens"))
 
 
 def load_runner(model: ModelFiles, the_plan: Plan, device: torch.device) -> ModelRunner:

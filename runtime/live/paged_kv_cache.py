@@ -20,10 +20,11 @@ from dataclasses import dataclass
 import torch
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec
+from hkv.model_specs.errors import InputError
 from hkv.planner.layout import KVCacheGroup, Layout
 
 
-class UnsupportedLayoutError(ValueError):
+class UnsupportedLayoutError(InputError):
     """The Layout cannot be allocated as paged attention memory (recurrent groups, MLA, ...)."""
 
 

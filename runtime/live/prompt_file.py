@@ -1,19 +1,26 @@
 """Prompt files for `hkv run`: plain text (one prompt) or JSONL (one prompt per line).
 
-A file whose first non-blank character is `{` is JSONL; each non-blank line is an object with
-exactly one of `"prompt": "text"` or `"token_ids": [int, ...]` (both non-empty). Anything else is
-one text prompt, the whole file, less one trailing newline. Errors name the file and the line.
+The format is given (`text`, `jsonl`) or guessed (`auto`): a file whose first non-blank character
+is `{` is JSONL. In JSONL each non-blank line is an object with exactly one of `"prompt": "text"`
+or `"token_ids": [int, ...]` (both non-empty). A text file is one prompt, the whole file, less one
+trailing newline. Errors name the file and the line.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
+
+from hkv.model_specs.errors import InputError
 
 
-class PromptFileError(ValueError):
+class PromptFileError(InputError):
     """The prompt file is empty, binary or malformed (one line, naming the file and line)."""
+
+
+PromptFormat = Literal["auto", "text", "jsonl"]
+PROMPT_FORMATS: tuple[PromptFormat, ...] = ("auto", "text", "jsonl")
 
 
 class Prompt(NamedTuple):
@@ -21,14 +28,17 @@ class Prompt(NamedTuple):
     token_ids: tuple[int, ...] | None  # or token ids, used as given
 
 
-def read_prompt_file(path: str | Path) -> list[Prompt]:
-    """The prompts of a file; FileNotFoundError / IsADirectoryError / PromptFileError on bad input."""
+def read_prompt_file(path: str | Path, prompt_format: PromptFormat = "auto") -> list[Prompt]:
+    """The prompts of a file in `prompt_format`; PromptFileError on any bad input."""
     file = Path(path)
     if file.is_dir():
-        raise IsADirectoryError(f"{path}: is a directory, not a prompt file")
+        raise PromptFileError(f"{path}: is a directory, not a prompt file")
     if not file.exists():
-        raise FileNotFoundError(f"{path}: no such prompt file")
-    data = file.read_bytes()
+        raise PromptFileError(f"{path}: no such prompt file")
+    try:
+        data = file.read_bytes()
+    except OSError as err:
+        raise PromptFileError(f"{path}: cannot read the prompt file ({err.strerror})") from None
     if b"\x00" in data:
         raise PromptFileError(f"{path}: binary file (NUL bytes); expected UTF-8 text or JSONL")
     try:
@@ -38,7 +48,7 @@ def read_prompt_file(path: str | Path) -> list[Prompt]:
     text = text.removeprefix("\ufeff")
     if not text.strip():
         raise PromptFileError(f"{path}: empty prompt file")
-    if text.lstrip().startswith("{"):
+    if prompt_format == "jsonl" or (prompt_format == "auto" and text.lstrip().startswith("{")):
         return _read_jsonl(path, text)
     return [Prompt(text.removesuffix("\n"), None)]
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-DEFAULT_CPU_KV_MEMORY_BYTES = 256 * 2**20  # --device cpu without --kv-memory
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.9  # --device cuda: share of free memory for weights + KV
+from hkv.planner.gpus import NO_GPU_MAX_NUM_BATCHED_TOKENS
+from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS
+from hkv.runtime.errors import InvalidOptionError
+
+DEFAULT_CPU_KV_MEMORY_BYTES = 256 * 2**20  # device cpu without kv_memory_bytes
+RUN_LAYOUTS = ("hkv", "vllm", "partitioned")  # vllm-no-hybrid: a planning comparison only
+DEVICES = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -16,9 +21,10 @@ class SamplingConfig:
 
     def __post_init__(self) -> None:
         if not self.temperature >= 0:
-            raise ValueError(f"--temperature must be >= 0, got {self.temperature}")
+            raise InvalidOptionError(f"temperature must be >= 0, got {self.temperature}",
+                                     fields=("temperature",))
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"--top-p must be in (0, 1], got {self.top_p}")
+            raise InvalidOptionError(f"top_p must be in (0, 1], got {self.top_p}", fields=("top_p",))
 
     @property
     def is_greedy(self) -> bool:
@@ -29,8 +35,8 @@ class SamplingConfig:
 class RunConfig:
     max_new_tokens: int = 32
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    max_num_batched_tokens: int = 2048  # token budget of one step (chunked prefill beyond it)
-    max_num_seqs: int = 256
+    max_num_batched_tokens: int = NO_GPU_MAX_NUM_BATCHED_TOKENS  # token budget of one step (chunked prefill beyond)
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     enable_prefix_caching: bool = True
     eos_token_ids: frozenset[int] = frozenset()
     record_logits: bool = False  # keep each sampled token's logits (tests)
@@ -38,6 +44,8 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
-            raise ValueError(f"--max-new-tokens must be >= 1, got {self.max_new_tokens}")
-        if self.max_num_batched_tokens < 1 or self.max_num_seqs < 1:
-            raise ValueError(f"max_num_batched_tokens and max_num_seqs must be >= 1 in {self}")
+            raise InvalidOptionError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}",
+                                     fields=("max_new_tokens",))
+        for name in ("max_num_batched_tokens", "max_num_seqs"):
+            if getattr(self, name) < 1:
+                raise InvalidOptionError(f"{name} must be >= 1, got {getattr(self, name)}", fields=(name,))

@@ -18,6 +18,7 @@ from hkv.runtime.simulation.workload_gen import _TokenSource
 from hkv.runtime.simulation.workload_request import WorkloadRequest
 
 _MAX_REPORTED = 5
+_FIELDS = ("trace",)  # the option every message here is about (see InputError.fields)
 
 
 def _field_int(obj: dict[str, Any], key: str, *, minimum: int) -> int:
@@ -60,11 +61,14 @@ def read_trace(path: str | Path) -> list[WorkloadRequest]:
     """Raises InvalidInputError naming the file and the first bad lines (nothing is returned then)."""
     path = Path(path)
     if not path.is_file():
-        raise InvalidInputError(f"--trace {path}: no such file")
+        raise InvalidInputError(f"trace {path}: no such file", fields=_FIELDS)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise InvalidInputError(f"--trace {path}: not a UTF-8 text file (expected JSON lines)") from None
+        raise InvalidInputError(f"trace {path}: not a UTF-8 text file (expected JSON lines)",
+                                fields=_FIELDS) from None
+    except OSError as err:
+        raise InvalidInputError(f"trace {path}: cannot read ({err.strerror})", fields=_FIELDS) from None
     rows, errors = [], []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -75,9 +79,9 @@ def read_trace(path: str | Path) -> list[WorkloadRequest]:
             errors.append(f"line {number}: {err}")
     if errors:
         more = f" (+{len(errors) - _MAX_REPORTED} more)" if len(errors) > _MAX_REPORTED else ""
-        raise InvalidInputError(f"--trace {path}: {'; '.join(errors[:_MAX_REPORTED])}{more}")
+        raise InvalidInputError(f"trace {path}: {'; '.join(errors[:_MAX_REPORTED])}{more}", fields=_FIELDS)
     if not rows:
-        raise InvalidInputError(f"--trace {path}: the file has no requests")
+        raise InvalidInputError(f"trace {path}: the file has no requests", fields=_FIELDS)
     return _build(rows)
 
 

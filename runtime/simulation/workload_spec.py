@@ -24,6 +24,7 @@ _KEYS = {
     "sessions": {"sessions", "turns", "prompt", "output"},
 }
 _COMMON = {"rate", "seed"}
+_FIELDS = ("workload",)  # the option every message here is about (see InputError.fields)
 _DEFAULTS = {"n": "100", "prompt": "1024", "output": "128", "sigma": "0.8", "prefix": "1024",
              "prefixes": "1", "sessions": "10", "turns": "4", "seed": "0"}
 
@@ -51,7 +52,8 @@ class WorkloadSpec:
             lo, hi = text.split("-", 1)
             rng = LengthRange(_positive_int(lo, key), _positive_int(hi, key))
             if rng.min_len > rng.max_len:
-                raise InvalidInputError(f"--workload {key}={text}: the range must be MIN-MAX with MIN <= MAX")
+                raise InvalidInputError(f"workload {key}={text}: the range must be MIN-MAX with MIN <= MAX",
+                                        fields=_FIELDS)
             return rng
         n = _positive_int(text, key)
         return LengthRange(n, n)
@@ -65,7 +67,8 @@ class WorkloadSpec:
         except ValueError:
             value = -1.0
         if not value > 0:
-            raise InvalidInputError(f"--workload {key} must be a positive number, got {text!r}")
+            raise InvalidInputError(f"workload {key} must be a positive number, got {text!r}",
+                                    fields=_FIELDS)
         return value
 
 
@@ -75,13 +78,15 @@ def parse_workload(text: str) -> WorkloadSpec:
     if kind not in KINDS:
         close = difflib.get_close_matches(kind, KINDS, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        raise InvalidInputError(f"--workload kind {kind!r} is unknown{hint}; use one of {', '.join(KINDS)}")
+        raise InvalidInputError(f"workload kind {kind!r} is unknown{hint}; use one of {', '.join(KINDS)}",
+                                fields=_FIELDS)
     pairs = []
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = item.partition("=")
         if not sep or key not in _KEYS[kind] | _COMMON:
             allowed = ", ".join(sorted(_KEYS[kind] | _COMMON))
-            raise InvalidInputError(f"--workload {kind}: bad part {item!r}; keys are {allowed} (key=value)")
+            raise InvalidInputError(f"workload {kind}: bad part {item!r}; keys are {allowed} (key=value)",
+                                    fields=_FIELDS)
         pairs.append((key, value))
     spec = WorkloadSpec(kind, tuple(pairs))
     for key in _KEYS[kind]:  # validate eagerly: nothing is simulated on bad input
@@ -93,11 +98,12 @@ def parse_workload(text: str) -> WorkloadSpec:
             spec.count(key)
     spec.positive_float("rate")
     if spec.get("seed") and not spec.get("seed").isdigit():
-        raise InvalidInputError(f"--workload seed must be a non-negative integer, got {spec.get('seed')!r}")
+        raise InvalidInputError(f"workload seed must be a non-negative integer, got {spec.get('seed')!r}",
+                                fields=_FIELDS)
     return spec
 
 
 def _positive_int(text: str, key: str) -> int:
     if not text.strip().isdigit() or int(text) <= 0:
-        raise InvalidInputError(f"--workload {key} must be a positive integer, got {text!r}")
+        raise InvalidInputError(f"workload {key} must be a positive integer, got {text!r}", fields=_FIELDS)
     return int(text)

@@ -49,21 +49,114 @@ def test_available_kv_memory_is_exact():
     assert doc["layouts"]["vllm"]["num_blocks"] == 10 * 2**30 // 589_824 == 18_204
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (("plan", "gemma-3-72b"), "gemma-3-"),  # unknown model: close matches named
-    (("plan", "gemma-3-27b", "--gpu", "h1000"), "h100"),
-    (("plan", "gemma-3-27b", "--gpu-memory", "lots"), "--gpu-memory"),
-    (("plan", "gemma-3-27b", "--expected-avg-seq-len", "1.5"), "--expected-avg-seq-len"),
-    (("plan", "gemma-3-27b", "--tp", "0"), "--tp"),
-    (("plan", "gemma-3-27b", "--layout", "jenga"), "--layout"),
-    (("plan", "/nonexistent/dir"), "/nonexistent/dir"),
-])
-def test_bad_input_is_one_line_and_exit_1(args, fragment):
-    result = run(*args)
+def write_config(directory, config):
+    directory.mkdir()
+    (directory / "config.json").write_text(json.dumps(config))
+    return str(directory)
+
+
+LLAMA_512 = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2,
+             "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+             "vocab_size": 256, "max_position_embeddings": 512, "torch_dtype": "float32"}
+GPT2 = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": 2, "n_embd": 64, "n_head": 4,
+        "vocab_size": 256, "n_positions": 512}
+BERT = {"model_type": "bert", "architectures": ["BertModel"], "num_hidden_layers": 2, "hidden_size": 64,
+        "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 512}
+
+
+@pytest.fixture(scope="module")
+def configs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("configs")
+    return {name: write_config(root / name, cfg) for name, cfg in
+            (("llama-512", LLAMA_512), ("gpt2", GPT2), ("bert", BERT))}
+
+
+# (args, exit code, fragment of the one stderr line); args may name a config of the fixture as {name}
+BAD_INPUTS = [
+    (["gemma-3-72b"], 1, "gemma-3-"),  # unknown model: close matches named
+    (["gemma-3-27b", "--gpu", "h1000"], 1, "did you mean h100"),
+    (["gemma-3-27b", "--gpu-memory", "lots"], 1, "--gpu-memory must be a size"),
+    (["gemma-3-27b", "--expected-avg-seq-len", "1.5"], 1, "--expected-avg-seq-len must be a positive integer"),
+    (["gemma-3-27b", "--tp", "0"], 1, "--tp must be a positive integer, got 0"),
+    (["gemma-3-27b", "--gpu-memory-utilization", "1.5"], 1, "--gpu-memory-utilization must be in (0, 1]"),
+    (["/nonexistent/dir"], 1, "/nonexistent/dir"),
+    (["{llama-512}", "--max-model-len", "100000"], 1,
+     "--max-model-len 100,000 exceeds the 512 positions of {llama-512}; set HKV_ALLOW_LONG_MAX_MODEL_LEN=1"),
+    (["{gpt2}"], 1, "architecture GPT2LMHeadModel is not supported"),
+    (["{bert}"], 1, "architecture BertModel is not a causal language model"),
+    (["gemma-3-27b", "--layout", "jenga"], 2, "'jenga' is not one of"),
+    (["gemma-3-27b", "--format", "xml"], 2, "'xml' is not one of"),
+    (["gemma-3-27b", "--kv-cache-dtype", "int4"], 2, "'int4' is not one of"),
+    (["gemma-3-27b", "--vllm-log", "old"], 2, "'old' is not one of"),
+    (["gemma-3-27b", "--dtype", "float64"], 2, "'float64' is not one of"),
+    (["gemma-3-27b", "--block-size", "x"], 2, "Invalid value for '--block-size'"),
+    (["gemma-3-27b", "--no-such-option"], 2, "No such option"),
+    ([], 2, "Missing argument"),
+]
+
+
+@pytest.mark.parametrize("args, code, fragment", BAD_INPUTS)
+@pytest.mark.parametrize("fmt", ["human", "json"])
+def test_bad_input_is_one_line_and_its_exit_code(configs, args, code, fragment, fmt):
+    args = [a.format(**configs) for a in args]
+    result = run("plan", "--format", fmt, *args)  # a later --format in args wins
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    if code == 1:
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("hkv: error: "), lines
+        assert fragment.format(**configs) in lines[0]
+    else:  # click's usage message ends in one "Error: ..." line
+        assert result.stderr.strip().splitlines()[-1].startswith("Error: ")
+        assert fragment in result.stderr.strip().splitlines()[-1]
+
+
+def test_long_max_model_len_when_the_user_means_it(configs):
+    result = run("plan", configs["llama-512"], "--max-model-len", "100000", "--available-kv-memory", "1GiB",
+                 "--format", "json", env={"HKV_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["layouts"]["hkv"]["capacity"]["max_model_len"] == 100_000
+
+
+def test_internal_error_keeps_its_traceback(monkeypatch):
+    import hkv.cli.plan_command as plan_command
+    from hkv.cli.errors import EXIT_INTERNAL, INTERNAL_ERROR_LINE
+
+    def broken(*_args):
+        raise ValueError("an internal bug, not bad input")
+
+    monkeypatch.setattr(plan_command, "plan", broken)
+    result = run("plan", "gemma-3-27b", "--gpu", "h100")
+    assert result.exit_code == EXIT_INTERNAL == 70
+    assert "Traceback" in result.stderr and "ValueError: an internal bug" in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == INTERNAL_ERROR_LINE
+
+
+def test_debug_shows_the_traceback_of_bad_input():
+    result = run("plan", "gemma-3-27b", "--tp", "0", env={"HKV_DEBUG": "1"})
     assert result.exit_code == 1
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("hkv: error: ") and fragment in lines[0]
+    assert "Traceback" in result.stderr and result.stderr.strip().splitlines()[-1].startswith("hkv: error: --tp")
+
+
+def test_default_gpu_is_said_when_assumed():
+    human = run("plan", "gemma-3-27b")
+    assert human.exit_code == 0, human.stderr
+    assert human.stderr.startswith("hkv: no --gpu given: planned for h100 (")
+    doc = json.loads(run("plan", "gemma-3-27b", "--format", "json").stdout)
+    assert doc["assumed"]["gpu"] == "h100" and doc["assumed"]["max_num_batched_tokens"] == 8192
+    chosen = run("plan", "gemma-3-27b", "--gpu", "h100", "--format", "json")
+    assert json.loads(chosen.stdout)["assumed"] == {} and chosen.stderr == ""
+    help_text = " ".join(run("plan", "--help").stdout.split())
+    assert "[default: h100" in help_text and "[default: 256]" in help_text and "[default: 16]" in help_text
+
+
+def test_piped_human_output_does_not_wrap_lines():
+    # CliRunner's stdout is not a terminal: rich would wrap at 80 columns without COLUMNS
+    result = run("plan", "gemma-3-27b", "--gpu", "h100", env={"COLUMNS": None})
+    assert result.exit_code == 0, result.stderr
+    log = [line for line in result.stdout.splitlines() if "log: GPU KV cache size" in line]
+    assert log and all("Maximum concurrency for 131,072 tokens per request" in line for line in log)
+    assert max(len(line) for line in log) > 80
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-3", "1.5", ""])
@@ -79,11 +172,6 @@ def test_model_too_large_for_gpu_reports_and_exits_0():
     assert result.exit_code == 0
     assert "does not fit" in result.stderr
     assert json.loads(result.stdout)["layouts"]["vllm"]["num_blocks"] == 0
-
-
-def test_usage_error_exits_2():
-    assert run("plan").exit_code == 2
-    assert run("plan", "gemma-3-27b", "--block-size", "x").exit_code == 2
 
 
 def test_mamba_hybrid_skips_no_hybrid_layout():

@@ -139,10 +139,31 @@ def test_bad_prompt_files(tmp_path, content, message):
 
 
 def test_missing_prompt_file(tmp_path):
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(PromptFileError, match="no such prompt file"):
         read_prompt_file(tmp_path / "nope.txt")
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(PromptFileError, match="is a directory"):
         read_prompt_file(tmp_path)
+
+
+@pytest.mark.parametrize("prompt_format, expected", [
+    ("auto", None),  # guessed JSONL: the line is not valid JSON
+    ("text", [('{"a" is text', None)]),
+])
+def test_prompt_format_decides_brace_files(tmp_path, prompt_format, expected):
+    path = tmp_path / "brace.txt"
+    path.write_text('{"a" is text\n')
+    if expected is None:
+        with pytest.raises(PromptFileError, match="line 1: invalid JSON"):
+            read_prompt_file(path, prompt_format)
+    else:
+        assert read_prompt_file(path, prompt_format) == expected
+
+
+def test_prompt_format_jsonl_is_strict(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text('plain words\n')
+    with pytest.raises(PromptFileError, match="line 1: invalid JSON"):
+        read_prompt_file(path, "jsonl")
 
 
 def fake_weights(directory: Path) -> None:
