@@ -66,9 +66,12 @@ def run_json(*args):
 
 
 def test_text_prompt_human(model_dir, files):
-    result = run("--model", model_dir, "--prompt-file", files["text"], *SMALL)
+    result = runner.invoke(app, ["run", "--model", str(model_dir), "--prompt-file", str(files["text"]), *SMALL],
+                           env={"COLUMNS": None})  # piped, no width given: lines must not wrap
     assert result.exit_code == 0, result.stderr
     assert "agree: yes" in result.stdout and "tokens/s" in result.stdout
+    checks = [line for line in result.stdout.splitlines() if line.startswith("  ok  ")]
+    assert checks and all(", measured " in line for line in checks)
     assert "[length, 6 tokens]" in result.stdout  # the streamed completion's footer
     assert result.stdout.split()[0].startswith("w")  # streamed text first
 
@@ -118,59 +121,146 @@ def test_mismatch_exits_3(model_dir, files, monkeypatch):
     assert "MISMATCH" in result.stderr and "agree: NO" in result.stdout
 
 
-def bad_inputs(model_dir, files, tmp_path):
+def drop_tensors(model_dir, directory, prefix):
+    """A copy of the model whose checkpoint lacks the tensors whose names start with `prefix`."""
+    from safetensors.torch import load_file, save_file
+
+    directory.mkdir()
+    shutil.copy(model_dir / "config.json", directory / "config.json")
+    tensors = load_file(str(model_dir / "model.safetensors"))
+    save_file({k: v for k, v in tensors.items() if not k.startswith(prefix)}, str(directory / "model.safetensors"),
+              metadata={"format": "pt"})
+    return directory
+
+
+def save_foreign(directory, config_class, model_class, **config):
+    """A tiny checkpoint of a transformers model hkv does not run (random weights)."""
+    torch.manual_seed(0)
+    model_class(config_class(**config)).save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def bad_models(model_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad-models")
+    no_weights = root / "no-weights"
+    no_weights.mkdir()
+    shutil.copy(model_dir / "config.json", no_weights / "config.json")
+    unknown = root / "unknown-arch"
+    unknown.mkdir()
+    config = json.loads((model_dir / "config.json").read_text())
+    (unknown / "config.json").write_text(json.dumps({**config, "model_type": "nosuchmodel",
+                                                      "architectures": ["NoSuchModelForCausalLM"]}))
+    shutil.copy(model_dir / "model.safetensors", unknown / "model.safetensors")
+    recurrent = root / "recurrent"
+    recurrent.mkdir()
+    catalog = Path(__file__).resolve().parents[2] / "model_specs" / "catalog"
+    shutil.copy(catalog / "bamba-9b.json", recurrent / "config.json")
+    shutil.copy(model_dir / "model.safetensors", recurrent / "model.safetensors")
+    small = dict(hidden_size=32, num_attention_heads=2, intermediate_size=64, vocab_size=256)
+    return {
+        "no_tokenizer": save_model(root / "no-tokenizer", with_tokenizer=False),
+        "no_weights": no_weights, "unknown": unknown, "recurrent": recurrent, "nowhere": root / "nowhere",
+        "missing_layer": drop_tensors(model_dir, root / "missing-layer", "model.layers.1."),
+        "bert": save_foreign(root / "bert", transformers.BertConfig, transformers.BertModel,
+                             num_hidden_layers=2, max_position_embeddings=64, **small),
+        "gpt2": save_foreign(root / "gpt2", transformers.GPT2Config, transformers.GPT2LMHeadModel,
+                             n_layer=2, n_embd=32, n_head=2, n_positions=64, vocab_size=256),
+    }
+
+
+def bad_inputs(model_dir, files, bad_models):
+    """(args, exit code, fragment of the last stderr line)."""
     root = files["root"]
     (root / "empty.txt").write_text("")
     (root / "binary.txt").write_bytes(b"w1 \x00\x01 w2")
     (root / "bad.jsonl").write_text('{"prompt": "w1"}\n{"token_ids": [1, 2\n')
     (root / "unknown-id.jsonl").write_text('{"token_ids": [1, 300]}\n')
     (root / "long.txt").write_text(" ".join(["w1"] * 200))
-    no_tokenizer = save_model(tmp_path / "no-tokenizer", with_tokenizer=False)
-    no_weights = tmp_path / "no-weights"
-    no_weights.mkdir()
-    shutil.copy(model_dir / "config.json", no_weights / "config.json")
-    unknown = tmp_path / "unknown-arch"
-    unknown.mkdir()
-    config = json.loads((model_dir / "config.json").read_text())
-    (unknown / "config.json").write_text(json.dumps({**config, "model_type": "nosuchmodel",
-                                                      "architectures": ["NoSuchModelForCausalLM"]}))
-    shutil.copy(model_dir / "model.safetensors", unknown / "model.safetensors")
-    recurrent = tmp_path / "recurrent"
-    recurrent.mkdir()
-    catalog = Path(__file__).resolve().parents[2] / "model_specs" / "catalog"
-    shutil.copy(catalog / "bamba-9b.json", recurrent / "config.json")
-    shutil.copy(model_dir / "model.safetensors", recurrent / "model.safetensors")
+    (root / "brace.txt").write_text("{w1} w2 w3\n")
+    (root / "ids.jsonl").write_text('{"token_ids": [5, 6, 7]}\n')
     text = files["text"]
+    m = ["--model", model_dir]
     return [
-        (["--model", model_dir, "--prompt-file", root / "missing.txt"], "no such prompt file"),
-        (["--model", model_dir, "--prompt-file", root / "empty.txt"], "empty prompt file"),
-        (["--model", model_dir, "--prompt-file", root / "binary.txt"], "binary"),
-        (["--model", model_dir, "--prompt-file", root / "bad.jsonl"], "line 2"),
-        (["--model", model_dir, "--prompt-file", root / "unknown-id.jsonl"], "outside the vocabulary"),
-        (["--model", model_dir, "--prompt-file", root / "long.txt"], "accepts at most 127"),
-        (["--model", model_dir, "--prompt-file", text, "--kv-memory", "2KiB"], "does not fit the KV cache"),
-        (["--model", model_dir, "--prompt-file", text, "--kv-memory", "lots"], "--kv-memory must be a size"),
-        (["--model", model_dir, "--prompt-file", text, "--layout", "vllm-no-hybrid"],
-         "--layout must be one of"),
-        (["--model", model_dir, "--prompt-file", text, "--device", "cuda"] if not torch.cuda.is_available()
-         else ["--model", model_dir, "--prompt-file", text, "--device", "tpu"], "--device"),
-        (["--model", model_dir, "--prompt-file", text, "--gpu-memory-utilization", "0.5"],
-         "needs --device cuda"),
-        (["--model", model_dir, "--prompt-file", text, "--max-new-tokens", "0"], "--max-new-tokens"),
-        (["--model", no_tokenizer, "--prompt-file", text], "has no tokenizer"),
-        (["--model", no_weights, "--prompt-file", text], "no *.safetensors weights"),
-        (["--model", tmp_path / "nowhere", "--prompt-file", text], "not a directory"),
-        (["--model", unknown, "--prompt-file", text], "unsupported architecture"),
-        (["--model", recurrent, "--prompt-file", text], "come later"),
-    ]
+        (m + ["--prompt-file", root / "missing.txt"], 1, "no such prompt file"),
+        (m + ["--prompt-file", root], 1, "is a directory, not a prompt file"),
+        (m + ["--prompt-file", root / "empty.txt"], 1, "empty prompt file"),
+        (m + ["--prompt-file", root / "binary.txt"], 1, "binary"),
+        (m + ["--prompt-file", root / "bad.jsonl"], 1, "line 2"),
+        (m + ["--prompt-file", root / "brace.txt"], 1, "line 1: invalid JSON"),  # auto: `{` means JSONL
+        (m + ["--prompt-file", text, "--prompt-format", "jsonl"], 1, "line 1: invalid JSON"),
+        (m + ["--prompt-file", root / "unknown-id.jsonl"], 1, "outside the vocabulary"),
+        (m + ["--prompt-file", root / "long.txt"], 1, "accepts at most 127"),
+        (m + ["--prompt-file", text, "--max-model-len", "100000"], 1,
+         "--max-model-len 100,000 exceeds the 128 positions of"),
+        (m + ["--prompt-file", text, "--kv-memory", "2KiB"], 1, "does not fit the KV cache"),
+        (m + ["--prompt-file", text, "--kv-memory", "2KiB"], 1, "raise --kv-memory or lower --max-new-tokens"),
+        # weights: 2 x 256 x 64 (embedding, lm_head) + 4 layers x (q 64x64 + k, v 64x32 + o 64x64 + MLP 3 x 64x96
+        # + 4 norms x 64 + q/k norms 2 x 16) + final norm 64 = 156,864 float32 = 627,456 B = 612.75 KiB
+        (m + ["--prompt-file", text, "--kv-memory", "1TiB"], 1,
+         "1024.00 GiB of KV cache plus 612.75 KiB of weights exceed the"),
+        (m + ["--prompt-file", text, "--kv-memory", "lots"], 1, "--kv-memory must be a size"),
+        (m + ["--prompt-file", text, "--gpu-memory-utilization", "0.5"], 1,
+         "--gpu-memory-utilization needs --device cuda; on CPU give --kv-memory"),
+        (m + ["--prompt-file", text, "--max-new-tokens", "0"], 1, "--max-new-tokens must be >= 1, got 0"),
+        (m + ["--prompt-file", text, "--temperature", "-1"], 1, "--temperature must be >= 0"),
+        (m + ["--prompt-file", text, "--top-p", "0"], 1, "--top-p must be in (0, 1]"),
+        (m + ["--prompt-file", text, "--block-size", "0"], 1, "--block-size must be a positive integer"),
+        (["--model", bad_models["no_tokenizer"], "--prompt-file", text], 1, "has no tokenizer"),
+        (["--model", bad_models["no_weights"], "--prompt-file", text], 1, "no *.safetensors weights"),
+        (["--model", bad_models["nowhere"], "--prompt-file", text], 1, "not a directory"),
+        (["--model", bad_models["unknown"], "--prompt-file", text], 1, "unsupported architecture"),
+        (["--model", bad_models["recurrent"], "--prompt-file", text], 1, "come later"),
+        # layer 1's 13 tensors: 4 norms, q/k/v/o, q/k norms, gate/up/down
+        (["--model", bad_models["missing_layer"], "--prompt-file", root / "ids.jsonl"], 1,
+         "the checkpoint lacks 13 tensor(s) that Gemma3ForCausalLM needs: model.layers.1."),
+        (["--model", bad_models["bert"], "--prompt-file", text], 1,
+         "architecture BertModel is not a causal language model"),
+        (["--model", bad_models["gpt2"], "--prompt-file", text], 1,
+         "architecture GPT2LMHeadModel is not supported"),
+        (m + ["--prompt-file", text, "--layout", "vllm-no-hybrid"], 2, "Invalid value for '--layout'"),
+        (m + ["--prompt-file", text, "--device", "tpu"], 2, "Invalid value for '--device'"),
+        (m + ["--prompt-file", text, "--prompt-format", "yaml"], 2, "Invalid value for '--prompt-format'"),
+        (m + ["--prompt-file", text, "--format", "xml"], 2, "Invalid value for '--format'"),
+        (m, 2, "Missing option '--prompt-file'"),
+    ] + ([] if torch.cuda.is_available() else [
+        (m + ["--prompt-file", text, "--device", "cuda"], 1, "--device cuda: no CUDA device is visible")])
 
 
-def test_bad_inputs_one_line_exit_1(model_dir, files, tmp_path):
-    for args, message in bad_inputs(model_dir, files, tmp_path):
+def test_bad_inputs_one_line_and_their_exit_code(model_dir, files, bad_models):
+    for args, code, message in bad_inputs(model_dir, files, bad_models):
         for fmt in ("human", "json"):
-            result = run(*args, "--format", fmt)
-            assert result.exit_code == 1, (args, result.stdout, result.stderr)
+            result = run("--format", fmt, *args)  # a later --format in args wins
+            assert result.exit_code == code, (args, result.stdout, result.stderr)
             lines = result.stderr.strip().splitlines()
-            assert len(lines) == 1, (args, lines)
-            assert lines[0].startswith("hkv: error: ") and message in lines[0], (args, lines)
-            assert result.stdout == "", args
+            assert "Traceback" not in result.stderr and result.stdout == "", args
+            if code == 1:
+                assert len(lines) == 1 and lines[0].startswith("hkv: error: "), (args, lines)
+            else:
+                assert lines[-1].startswith("Error: "), (args, lines)
+            assert message in lines[-1], (args, lines)
+
+
+def test_long_max_model_len_when_the_user_means_it(model_dir, files):
+    result = runner.invoke(app, ["run", "--model", str(model_dir), "--prompt-file", str(files["text"]), *SMALL,
+                                 "--max-model-len", "200", "--format", "json"],
+                           env={"HKV_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["report"]["max_model_len"] == 200
+
+
+def test_prompt_format_text_reads_a_brace_file_as_text(model_dir, files):
+    brace = files["root"] / "brace-text.txt"
+    brace.write_text("{w1} w2 w3\n")
+    doc = run_json("--model", model_dir, "--prompt-file", brace, "--prompt-format", "text", *SMALL)
+    assert [g["prompt_tokens"] for g in doc["generations"]] == [3]  # {w1} is <unk>, then w2 w3
+
+
+def test_memory_default_is_said(model_dir, files):
+    human = run("--model", model_dir, "--prompt-file", files["text"], *SMALL)
+    assert human.exit_code == 0, human.stderr
+    assert human.stderr.strip() == "hkv: no --kv-memory given: used 256.00 MiB (the cpu default)"
+    doc = run_json("--model", model_dir, "--prompt-file", files["text"], *SMALL)
+    assert doc["assumed"] == {"kv_memory_bytes": 256 * 2**20}
+    chosen = run_json("--model", model_dir, "--prompt-file", files["text"], *SMALL, "--kv-memory", "1MiB")
+    assert chosen["assumed"] == {}

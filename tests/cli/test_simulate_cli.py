@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from hkv.cli.main import app
@@ -34,18 +35,81 @@ def test_probe_capacity_json_matches():
     assert doc["match"] and all(r["predicted"] == r["measured"] for r in doc["probe"])
 
 
-def test_trace_and_errors(tmp_path):
+def test_trace(tmp_path):
     good = tmp_path / "t.jsonl"
     good.write_text('{"prompt_len": 40, "output_len": 3}\n{"arrival": 0.1, "prompt_len": 20, "output_len": 2}\n')
     result = runner.invoke(app, BASE + ["--trace", str(good), "--format", "json"])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["reports"][0]["num_finished"] == 2
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"prompt_len": 40, "output_len": 3}\n{"prompt_len": 0, "output_len": 3}\n')
-    result = runner.invoke(app, BASE + ["--trace", str(bad)])
-    assert result.exit_code == 1 and "line 2:" in result.stderr and result.stdout == ""
-    for args in (["--workload", "fixd:n=3"], [], ["--workload", "fixed:n=1", "--trace", str(good)],
-                 ["--workload", "fixed:n=1,prompt=5000"]):
-        result = runner.invoke(app, BASE + args)
-        assert result.exit_code == 1, (args, result.stdout)
-        assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    root = tmp_path_factory.mktemp("traces")
+    (root / "good.jsonl").write_text('{"prompt_len": 40, "output_len": 3}\n')
+    (root / "bad.jsonl").write_text('{"prompt_len": 40, "output_len": 3}\n{"prompt_len": 0, "output_len": 3}\n')
+    return {"good": str(root / "good.jsonl"), "bad": str(root / "bad.jsonl"), "missing": str(root / "nope.jsonl")}
+
+
+GEMMA = ["gemma-3-27b"]
+# (args after `simulate`, exit code, fragment of the last stderr line); {name} names a trace of the fixture
+BAD_INPUTS = [
+    (BASE[1:] + ["--trace", "{bad}"], 1, "--trace {bad}: line 2:"),
+    (BASE[1:] + ["--trace", "{missing}"], 1, "--trace {missing}: no such file"),
+    (BASE[1:] + ["--workload", "fixd:n=3"], 1, "--workload kind 'fixd' is unknown (did you mean fixed?)"),
+    (BASE[1:] + ["--workload", "fixed:n=0"], 1, "--workload n must be a positive integer"),
+    (BASE[1:], 1, "give exactly one of --workload SPEC or --trace FILE"),
+    (BASE[1:] + ["--workload", "fixed:n=1", "--trace", "{good}"], 1, "give exactly one of"),
+    (BASE[1:] + ["--workload", "fixed:n=1,prompt=5000"], 1, "exceed --max-model-len 4,096"),
+    # one request that cannot fit even alone (the runtime's OutOfBlocksError)
+    (GEMMA + ["--available-kv-memory", "40MiB", "--max-model-len", "8192", "--workload",
+              "fixed:n=1,prompt=8000,output=8"], 1, "(8000 tokens) does not fit in the KV cache"),
+    (GEMMA + ["--available-kv-memory", "1KiB", "--workload", "fixed:n=1,prompt=80,output=8"], 1,
+     "the KV budget of 1.00 KiB holds no block of the hkv layout: one block of pool 0 needs 655,360 bytes"),
+    (["deepseek-v3", "--gpu", "h100", "--probe-capacity"], 1,
+     "deepseek-v3 does not fit: 626.82 GiB of weights per GPU"),
+    (["deepseek-v3", "--gpu", "h100", "--workload", "fixed:n=1"], 1, "short by 557.64 GiB: raise --tp/--pp"),
+    (GEMMA + ["--gpu", "h100", "--max-model-len", "200000", "--probe-capacity"], 1,
+     "--max-model-len 200,000 exceeds the 131,072 positions of gemma-3-27b"),
+    (BASE[1:] + ["--workload", "fixed:n=1", "--eviction", "foo"], 2, "Invalid value for '--eviction'"),
+    (BASE[1:] + ["--workload", "fixed:n=1", "--layout", "foo"], 2, "Invalid value for '--layout'"),
+    (BASE[1:] + ["--workload", "fixed:n=1", "--format", "xml"], 2, "Invalid value for '--format'"),
+]
+
+
+@pytest.mark.parametrize("args, code, fragment", BAD_INPUTS)
+@pytest.mark.parametrize("fmt", ["human", "json"])
+def test_bad_input_is_one_line_and_its_exit_code(traces, args, code, fragment, fmt):
+    args = [a.format(**traces) for a in args]
+    result = runner.invoke(app, ["simulate", "--format", fmt, *args])  # a later --format in args wins
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    if code == 1:
+        assert len(lines) == 1 and lines[0].startswith("hkv: error: "), lines
+    else:
+        assert lines[-1].startswith("Error: ")
+    assert fragment.format(**traces) in lines[-1]
+
+
+def test_probe_mismatch_exits_3(monkeypatch):
+    import hkv.runtime.kv_cache.capacity_probe as capacity_probe
+
+    real = capacity_probe.probe_capacity
+    monkeypatch.setattr(capacity_probe, "probe_capacity", lambda layout, seq_len: real(layout, seq_len) + 1)
+    result = runner.invoke(app, BASE + ["--gpu", "h100", "--probe-capacity"])
+    assert result.exit_code == 3, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        next(line for line in result.stderr.splitlines() if line.startswith("hkv: MISMATCH"))]
+    assert "capacity probe" in result.stdout
+
+
+def test_default_gpu_is_said_when_assumed():
+    # an exact KV budget without --gpu: the GPU still sets max_num_batched_tokens (h100: 8,192)
+    result = runner.invoke(app, BASE + ["--probe-capacity"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("hkv: no --gpu given: planned for h100 (")
+    doc = json.loads(runner.invoke(app, BASE + ["--probe-capacity", "--format", "json"]).stdout)
+    assert doc["assumed"]["gpu"] == "h100" and doc["assumed"]["max_num_batched_tokens"] == 8192
+    chosen = runner.invoke(app, BASE + ["--gpu", "h100", "--probe-capacity", "--format", "json"])
+    assert json.loads(chosen.stdout)["assumed"] == {} and chosen.stderr == ""
