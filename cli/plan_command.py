@@ -19,7 +19,8 @@ from hkv.planner.memory_budget import does_not_fit_error
 from hkv.planner.plan import plan
 from hkv.planner.plan_json import plan_to_dict
 
-ModelArg = Annotated[str, typer.Argument(help="catalog name (gemma-3-27b), HF id, model directory or config.json")]
+ModelArg = Annotated[str, typer.Argument(
+    help="catalog name (gemma-3-27b), HF id, model directory or config.json")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
 
 

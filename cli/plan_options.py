@@ -27,10 +27,13 @@ DEFAULTS = PlanConfig()
 T = TypeVar("T")
 
 GpuOpt = Annotated[str | None, typer.Option(
-    "--gpu", help=f"GPU name (see `hkv gpus`) [default: {DEFAULTS.gpu}, said on stderr / in JSON when assumed]")]
-GpuMemoryOpt = Annotated[str | None, typer.Option("--gpu-memory", help="GPU memory SIZE instead of --gpu, e.g. 80GiB")]
+    "--gpu", help=f"GPU name (see `hkv gpus`) [default: {DEFAULTS.gpu}, said on stderr / in JSON when "
+                  "assumed]")]
+GpuMemoryOpt = Annotated[str | None, typer.Option(
+    "--gpu-memory", help="GPU memory SIZE instead of --gpu, e.g. 80GiB")]
 UtilOpt = Annotated[float | None, typer.Option(
-    "--gpu-memory-utilization", help=f"share of GPU memory for vLLM [default: {DEFAULTS.gpu_memory_utilization}]")]
+    "--gpu-memory-utilization",
+    help=f"share of GPU memory for vLLM [default: {DEFAULTS.gpu_memory_utilization}]")]
 AvailableOpt = Annotated[str | None, typer.Option(
     "--available-kv-memory", help="exact KV cache budget per GPU (SIZE), like vLLM's kv_cache_memory_bytes")]
 TpOpt = Annotated[int | None, typer.Option("--tp", help=f"tensor parallel size [default: {DEFAULTS.tp}]")]
@@ -53,10 +56,12 @@ MaxSeqsOpt = Annotated[int | None, typer.Option(
 VllmLogOpt = Annotated[VllmLog | None, typer.Option(  # type: ignore[valid-type]
     "--vllm-log", help=f"vLLM capacity log format (legacy: <= v0.23) [default: {DEFAULTS.vllm_log}]")]
 AvgLenOpt = Annotated[str | None, typer.Option(
-    "--expected-avg-seq-len", help=f"split of separate pools, tokens [env: {EXPECTED_AVG_ENV}; default: max model len]")]
+    "--expected-avg-seq-len",
+    help=f"split of separate pools, tokens [env: {EXPECTED_AVG_ENV}; default: max model len]")]
 ConcurrencyOpt = Annotated[int | None, typer.Option(
     "--concurrency", help="also report the max context length at this many concurrent requests")]
-NoPrefixOpt = Annotated[bool, typer.Option("--no-prefix-caching", help="plan with prefix caching off (Mamba 'none' mode)")]
+NoPrefixOpt = Annotated[bool, typer.Option(
+    "--no-prefix-caching", help="plan with prefix caching off (Mamba 'none' mode)")]
 LayoutOpt = Annotated[PlanLayout | None, typer.Option(  # type: ignore[valid-type]
     "--layout", help=f"primary layout [default: {DEFAULTS.primary_layout}]")]
 

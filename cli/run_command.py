@@ -47,7 +47,8 @@ MaxLenOpt = Annotated[int | None, typer.Option(
     "--max-model-len", help=f"longest request, at most the model's positions unless {ALLOW_LONG_ENV}=1 "
                             "[default: the model's]")]
 KvMemoryOpt = Annotated[str | None, typer.Option(
-    "--kv-memory", help=f"KV cache SIZE [default: {format_bytes(DEFAULT_CPU_KV_MEMORY_BYTES)} on cpu; on cuda "
+    "--kv-memory", help=f"KV cache SIZE [default: {format_bytes(DEFAULT_CPU_KV_MEMORY_BYTES)} on cpu; "
+                        "on cuda "
                         "free memory x --gpu-memory-utilization - weights]")]
 UtilOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization",
@@ -57,7 +58,8 @@ MnbtOpt = Annotated[int | None, typer.Option(
     "--max-num-batched-tokens",
     help=f"tokens per step, chunked prefill beyond [default: {NO_GPU_MAX_NUM_BATCHED_TOKENS}]")]
 BlockSizeOpt = Annotated[int, typer.Option("--block-size", help="tokens per KV block")]
-DeviceOpt = Annotated[Device, typer.Option("--device", help="where the model runs")]  # type: ignore[valid-type]
+DeviceOpt = Annotated[Device, typer.Option(  # type: ignore[valid-type]
+    "--device", help="where the model runs")]
 FillOpt = Annotated[bool, typer.Option(
     "--fill", help="also admit copies of the first prompt until the KV cache is full, check the count "
                    "against the plan, and run them")]
@@ -98,7 +100,8 @@ def run_command(
     sampling = SamplingConfig(temperature, top_p, seed)
     options = RunOptions(
         device=device.value, layout=layout.value,
-        kv_memory_bytes=None if kv_memory is None else parse_size(kv_memory, option=flag_of("kv_memory_bytes")),
+        kv_memory_bytes=None if kv_memory is None
+        else parse_size(kv_memory, option=flag_of("kv_memory_bytes")),
         gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
         allow_long_max_model_len=allow_long_max_model_len_from_env(), block_size=block_size,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)

@@ -33,9 +33,10 @@ TraceOpt = Annotated[str | None, typer.Option("--trace", help="JSONL trace file"
 SimLayoutOpt = Annotated[SimulateLayout, typer.Option(  # type: ignore[valid-type]
     "--layout", help="layout to simulate, or all")]
 ProbeOpt = Annotated[bool, typer.Option(
-    "--probe-capacity", help="admit max-length requests until one does not fit; compare with the plan (exit 3 "
-                             "when they differ)")]
-SweepOpt = Annotated[bool, typer.Option("--sweep-split", help="partitioned: try pool splits and report the best for the workload")]
+    "--probe-capacity", help="admit max-length requests until one does not fit; compare with the plan "
+                             "(exit 3 when they differ)")]
+SweepOpt = Annotated[bool, typer.Option(
+    "--sweep-split", help="partitioned: try pool splits and report the best for the workload")]
 EvictionOpt = Annotated[EvictionPolicy, typer.Option("--eviction", help="eviction policy")]
 
 
@@ -172,8 +173,9 @@ def _sweep(spec, cfg, requests, sim_cfg, output_format, assumed) -> None:
     candidates = sorted({max(1, mean_len)} | {2**k for k in range(8, 40) if 2**k <= max_len} | {max_len})
     rows = []
     for split in candidates:
-        layout = plan(spec, replace(cfg, expected_avg_seq_len=split, primary_layout="partitioned")
-                      ).reports["partitioned"].layout
+        split_plan = plan(spec, replace(cfg, expected_avg_seq_len=split, primary_layout="partitioned"))
+        layout = split_plan.reports["partitioned"].layout
+        check_pools_hold_a_block(layout, split_plan.budget.available_bytes)
         report = Simulator(layout, requests, sim_cfg).run()
         rows.append({"expected_avg_seq_len": split, "simulated_s": report.simulated_s,
                      "num_steps": report.num_steps, "num_preemptions": report.num_preemptions,

@@ -97,4 +97,5 @@ def does_not_fit_error(model: ModelSpec, budget: MemoryBudget) -> DoesNotFitErro
         f"{model.name} does not fit: {format_gib(budget.weights_bytes)} of weights per GPU plus about "
         f"{format_gib(overhead)} of runtime overhead exceed {format_gib(budget.requested_bytes)} "
         f"({budget.gpu_memory_utilization:g} x {format_gib(budget.total_bytes)} on {budget.device}); "
-        f"short by {format_gib(budget.shortfall_bytes)}: raise tp/pp or use a larger GPU", fields=("tp", "pp"))
+        f"short by {format_gib(budget.shortfall_bytes)}: raise tp/pp or use a larger GPU",
+        fields=("tp", "pp"))

@@ -35,7 +35,7 @@ class SamplingConfig:
 class RunConfig:
     max_new_tokens: int = 32
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    max_num_batched_tokens: int = NO_GPU_MAX_NUM_BATCHED_TOKENS  # token budget of one step (chunked prefill beyond)
+    max_num_batched_tokens: int = NO_GPU_MAX_NUM_BATCHED_TOKENS  # token budget of a step (chunked prefill)
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     enable_prefix_caching: bool = True
     eos_token_ids: frozenset[int] = frozenset()

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 
+from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS
 from hkv.runtime.errors import OutOfBlocksError, RequestTooLongError
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager, NewBlocks
 from hkv.runtime.request import Request, RequestStatus
@@ -25,7 +26,7 @@ _new_entry = partial(tuple.__new__, ScheduledRequest)  # ScheduledRequest from o
 @dataclass(frozen=True)
 class SchedulerConfig:
     max_num_batched_tokens: int = 8192  # token budget per step
-    max_num_seqs: int = 256  # running requests at most
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS  # running requests at most
     enable_chunked_prefill: bool = True  # else a prompt waits until it fits in one step
 
     def __post_init__(self) -> None:
