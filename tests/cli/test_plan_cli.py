@@ -76,7 +76,8 @@ BAD_INPUTS = [
     (["gemma-3-72b"], 1, "gemma-3-"),  # unknown model: close matches named
     (["gemma-3-27b", "--gpu", "h1000"], 1, "did you mean h100"),
     (["gemma-3-27b", "--gpu-memory", "lots"], 1, "--gpu-memory must be a size"),
-    (["gemma-3-27b", "--expected-avg-seq-len", "1.5"], 1, "--expected-avg-seq-len must be a positive integer"),
+    (["gemma-3-27b", "--expected-avg-seq-len", "1.5"], 1,
+     "--expected-avg-seq-len must be a positive integer"),
     (["gemma-3-27b", "--tp", "0"], 1, "--tp must be a positive integer, got 0"),
     (["gemma-3-27b", "--gpu-memory-utilization", "1.5"], 1, "--gpu-memory-utilization must be in (0, 1]"),
     (["/nonexistent/dir"], 1, "/nonexistent/dir"),
@@ -135,7 +136,8 @@ def test_internal_error_keeps_its_traceback(monkeypatch):
 def test_debug_shows_the_traceback_of_bad_input():
     result = run("plan", "gemma-3-27b", "--tp", "0", env={"HKV_DEBUG": "1"})
     assert result.exit_code == 1
-    assert "Traceback" in result.stderr and result.stderr.strip().splitlines()[-1].startswith("hkv: error: --tp")
+    assert "Traceback" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("hkv: error: --tp")
 
 
 def test_default_gpu_is_said_when_assumed():
@@ -190,3 +192,45 @@ def test_models_and_gpus():
     assert len(names) == 29 and "gemma-3-27b-it" in names
     gpus = json.loads(run("gpus", "--format", "json").stdout)["gpus"]
     assert {"h100", "h200", "b200", "mi300x", "l4", "rtx5090"} <= {g["name"] for g in gpus}
+
+
+@pytest.mark.parametrize("given, field, expected", [
+    ({"gpu": "h200"}, "gpu", "h200"),
+    ({"gpu_memory": "80GiB"}, "gpu_memory_bytes", 80 * 2**30),
+    ({"gpu_memory_utilization": 0.5}, "gpu_memory_utilization", 0.5),
+    ({"available_kv_memory": "1GiB"}, "available_kv_memory_bytes", 2**30),
+    ({"tp": 2}, "tp", 2), ({"pp": 4}, "pp", 4), ({"block_size": 32}, "block_size", 32),
+    ({"max_model_len": 4096}, "max_model_len", 4096), ({"max_num_seqs": 8}, "max_num_seqs", 8),
+    ({"max_num_batched_tokens": 512}, "max_num_batched_tokens", 512),
+    ({"expected_avg_seq_len": "2048"}, "expected_avg_seq_len", 2048), ({"concurrency": 3}, "concurrency", 3),
+    ({"no_prefix_caching": True}, "enable_prefix_caching", False),
+])
+def test_every_plan_option_reaches_the_plan_config(given, field, expected):
+    from dataclasses import fields
+
+    from hkv.cli.plan_options import PlanOptions
+    from hkv.planner.plan_config import PlanConfig
+
+    cfg = PlanOptions(**given).plan_config()
+    assert getattr(cfg, field) == expected
+    untouched = {f.name for f in fields(PlanConfig)} - {field}
+    assert all(getattr(cfg, name) == getattr(PlanConfig(), name) for name in untouched)
+
+
+@pytest.mark.parametrize("option, choice, field", [
+    ("dtype", "BF16", "dtype"), ("kv_cache_dtype", "fp8", "kv_cache_dtype"),
+    ("mamba_ssm_dtype", "float32", "mamba_ssm_dtype"), ("vllm_log", "legacy", "vllm_log"),
+    ("layout", "vllm", "primary_layout"),
+])
+def test_choice_options_reach_the_plan_config(option, choice, field):
+    # through click, so the Enum conversion (case-insensitive dtypes) is part of the path
+    flag = "--" + option.replace("_", "-")
+    result = run("plan", "gemma-3-27b", "--gpu", "h100", flag, choice, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    from hkv.cli.plan_options import PlanOptions
+    from hkv.cli import choices
+
+    enum = {"dtype": choices.Dtype, "mamba_ssm_dtype": choices.Dtype, "kv_cache_dtype": choices.KvCacheDtype,
+            "vllm_log": choices.VllmLog, "layout": choices.PlanLayout}[option]
+    member = next(m for m in enum if m.value == choice.lower())
+    assert getattr(PlanOptions(**{option: member}).plan_config(), field) == choice.lower()

@@ -66,8 +66,8 @@ def run_json(*args):
 
 
 def test_text_prompt_human(model_dir, files):
-    result = runner.invoke(app, ["run", "--model", str(model_dir), "--prompt-file", str(files["text"]), *SMALL],
-                           env={"COLUMNS": None})  # piped, no width given: lines must not wrap
+    args = ["run", "--model", str(model_dir), "--prompt-file", str(files["text"]), *SMALL]
+    result = runner.invoke(app, args, env={"COLUMNS": None})  # piped, no width given: lines must not wrap
     assert result.exit_code == 0, result.stderr
     assert "agree: yes" in result.stdout and "tokens/s" in result.stdout
     checks = [line for line in result.stdout.splitlines() if line.startswith("  ok  ")]
@@ -128,8 +128,8 @@ def drop_tensors(model_dir, directory, prefix):
     directory.mkdir()
     shutil.copy(model_dir / "config.json", directory / "config.json")
     tensors = load_file(str(model_dir / "model.safetensors"))
-    save_file({k: v for k, v in tensors.items() if not k.startswith(prefix)}, str(directory / "model.safetensors"),
-              metadata={"format": "pt"})
+    kept = {k: v for k, v in tensors.items() if not k.startswith(prefix)}
+    save_file(kept, str(directory / "model.safetensors"), metadata={"format": "pt"})
     return directory
 
 
@@ -194,9 +194,11 @@ def bad_inputs(model_dir, files, bad_models):
         (m + ["--prompt-file", text, "--max-model-len", "100000"], 1,
          "--max-model-len 100,000 exceeds the 128 positions of"),
         (m + ["--prompt-file", text, "--kv-memory", "2KiB"], 1, "does not fit the KV cache"),
-        (m + ["--prompt-file", text, "--kv-memory", "2KiB"], 1, "raise --kv-memory or lower --max-new-tokens"),
-        # weights: 2 x 256 x 64 (embedding, lm_head) + 4 layers x (q 64x64 + k, v 64x32 + o 64x64 + MLP 3 x 64x96
-        # + 4 norms x 64 + q/k norms 2 x 16) + final norm 64 = 156,864 float32 = 627,456 B = 612.75 KiB
+        (m + ["--prompt-file", text, "--kv-memory", "2KiB"], 1,
+         "raise --kv-memory or lower --max-new-tokens"),
+        # weights: 2 x 256 x 64 (embedding, lm_head) + 4 layers x (q 64x64 + k, v 64x32 + o 64x64
+        # + MLP 3 x 64x96 + 4 norms x 64 + q/k norms 2 x 16) + final norm 64 = 156,864 float32
+        # = 627,456 B = 612.75 KiB
         (m + ["--prompt-file", text, "--kv-memory", "1TiB"], 1,
          "1024.00 GiB of KV cache plus 612.75 KiB of weights exceed the"),
         (m + ["--prompt-file", text, "--kv-memory", "lots"], 1, "--kv-memory must be a size"),
@@ -242,8 +244,8 @@ def test_bad_inputs_one_line_and_their_exit_code(model_dir, files, bad_models):
 
 
 def test_long_max_model_len_when_the_user_means_it(model_dir, files):
-    result = runner.invoke(app, ["run", "--model", str(model_dir), "--prompt-file", str(files["text"]), *SMALL,
-                                 "--max-model-len", "200", "--format", "json"],
+    args = ["run", "--model", str(model_dir), "--prompt-file", str(files["text"]), *SMALL]
+    result = runner.invoke(app, args + ["--max-model-len", "200", "--format", "json"],
                            env={"HKV_ALLOW_LONG_MAX_MODEL_LEN": "1"})
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["report"]["max_model_len"] == 200

@@ -47,8 +47,10 @@ def test_trace(tmp_path):
 def traces(tmp_path_factory):
     root = tmp_path_factory.mktemp("traces")
     (root / "good.jsonl").write_text('{"prompt_len": 40, "output_len": 3}\n')
-    (root / "bad.jsonl").write_text('{"prompt_len": 40, "output_len": 3}\n{"prompt_len": 0, "output_len": 3}\n')
-    return {"good": str(root / "good.jsonl"), "bad": str(root / "bad.jsonl"), "missing": str(root / "nope.jsonl")}
+    (root / "bad.jsonl").write_text('{"prompt_len": 40, "output_len": 3}\n'
+                                    '{"prompt_len": 0, "output_len": 3}\n')
+    return {name: str(root / f"{file}.jsonl") for name, file in
+            (("good", "good"), ("bad", "bad"), ("missing", "nope"))}
 
 
 GEMMA = ["gemma-3-27b"]

@@ -62,7 +62,8 @@ def test_partitioned_split_follows_expected_length():
 @pytest.mark.parametrize("kwargs, match", [
     ({"tp": 0}, "^tp must be"), ({"block_size": -16}, "^block_size must be"),
     ({"gpu_memory_utilization": 1.5}, "^gpu_memory_utilization must be"),
-    ({"kv_cache_dtype": "int4"}, "^kv_cache_dtype must be"), ({"primary_layout": "jenga"}, "^primary_layout must be"),
+    ({"kv_cache_dtype": "int4"}, "^kv_cache_dtype must be"),
+    ({"primary_layout": "jenga"}, "^primary_layout must be"),
     ({"vllm_log": "old"}, "^vllm_log must be"), ({"dtype": "float64"}, "^dtype must be"),
 ])
 def test_plan_config_rejects(kwargs, match):
