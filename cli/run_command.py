@@ -29,6 +29,7 @@ from hkv.runtime.live.run_config import DEFAULT_CPU_KV_MEMORY_BYTES, RunConfig, 
 
 if TYPE_CHECKING:
     from hkv.runtime.live.live_run import RunOutcome
+    from hkv.runtime.live.live_setup import RunOptions
 
 _RUN_DEFAULTS = RunConfig()
 _SAMPLING_DEFAULTS = SamplingConfig()
@@ -134,8 +135,7 @@ def run_command(
         render_timings(outcome, progress.load_s, console)
         render_report(report, console)
         if assumed:
-            note(", ".join(f"no {flag_of(k)} given: used {format_bytes(v) if k.endswith('_bytes') else v}"
-                           for k, v in assumed.items()) + f" (the {options.device} default)")
+            note(_assumed_note(assumed, options.device))
     else:
         write_json({
             "schema_version": 1, "model": str(files.path), "model_type": files.spec.model_type,
@@ -149,7 +149,7 @@ def run_command(
             f"{c.name}: predicted {c.predicted}, measured {c.measured}" for c in failed))
 
 
-def _assumed(options: Any, kv_bytes: int) -> dict[str, Any]:
+def _assumed(options: RunOptions, kv_bytes: int) -> dict[str, Any]:
     """The memory default the run used when the user chose none (said on stderr / in JSON)."""
     if options.kv_memory_bytes is not None:
         return {}
@@ -158,6 +158,12 @@ def _assumed(options: Any, kv_bytes: int) -> dict[str, Any]:
     if options.gpu_memory_utilization is None:
         return {"gpu_memory_utilization": DEFAULT_GPU_MEMORY_UTILIZATION}
     return {}
+
+
+def _assumed_note(assumed: dict[str, Any], device: str) -> str:
+    (field, value), = assumed.items()  # one memory default per device
+    shown = format_bytes(value) if field.endswith("_bytes") else str(value)
+    return f"no {flag_of(field)} given: used {shown} (the {device} default)"
 
 
 def _generations(outcome: RunOutcome, tokenizer: Any | None) -> list[dict[str, Any]]:
