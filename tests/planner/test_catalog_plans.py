@@ -65,15 +65,17 @@ def test_every_gpu_plans_in_both_formats(name):
             assert line in text, gpu.name
 
 
-@pytest.mark.xfail(strict=True, reason="finding: with no KV budget (the model does not fit), the hkv and "
-                   "partitioned layouts still give the state pool its null block (77,322,240 B here), "
-                   "beyond the 0 available bytes; split_pools hands out null blocks before checking the budget")
+@pytest.mark.xfail(strict=True, reason=(
+    "finding: with no KV budget (the model does not fit), the hkv and partitioned layouts still "
+    "give the state pool its null block (77,322,240 B here), beyond the 0 available bytes; "
+    "split_pools hands out null blocks before checking the budget"))
 def test_a_model_that_does_not_fit_gets_no_pool_bytes():
     # granite-4.0-h-small on an L4: about 64 GB of bf16 weights against 24 GB: available = 0.
     result = plan(MODELS["granite-4.0-h-small"], PlanConfig(gpu="l4"))
     assert result.budget.available_bytes == 0 and result.budget.shortfall_bytes > 0
-    assert {name: sum(p.num_bytes for p in report.layout.pools) for name, report in result.reports.items()} \
-        == dict.fromkeys(result.reports, 0)
+    used_bytes = {name: sum(p.num_bytes for p in report.layout.pools)
+                  for name, report in result.reports.items()}
+    assert used_bytes == dict.fromkeys(result.reports, 0)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

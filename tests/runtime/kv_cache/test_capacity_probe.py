@@ -46,7 +46,8 @@ CASES = [
     # sliding, short request L=7 < W - 1 + T = 10: cdiv(7, 4) + 1 = 3 blocks; 16 // 3 = 5.
     # wrong: ignoring L (the 4 blocks of the long request), 16 // 4 = 4.
     Case("sliding, request shorter than window + T",
-         make_layout([make_group(SLIDING, 4, window=5)], [17], max_model_len=40, in_flight_tokens=6), 7, 5, 4),
+         make_layout([make_group(SLIDING, 4, window=5)], [17], max_model_len=40, in_flight_tokens=6),
+         7, 5, 4),
     # chunked b=4, C=8, T=6, L=36: min(8 + 6, 36) = 14 -> cdiv(14, 4) = 4 blocks. 21 -> 20 usable
     # -> 20 // 4 = 5. wrong: forgetting T, cdiv(8, 4) = 2 blocks -> 20 // 2 = 10.
     Case("chunked", make_layout([make_group(CHUNKED, 4, chunk=8)], [21], max_model_len=36,

@@ -86,7 +86,8 @@ def test_pinned_catalog_layouts(name, options, bytes_per_block, num_blocks, bloc
     seq_len = options["max_model_len"]
     assert [(p.bytes_per_block, p.num_blocks) for p in layout.pools] == [(bytes_per_block, num_blocks)]
     assert layout.in_flight_tokens == 16_384
-    assert sum(_oracle_blocks(g, seq_len, layout.in_flight_tokens) for g in layout.groups) == blocks_per_request
+    t = layout.in_flight_tokens
+    assert sum(_oracle_blocks(g, seq_len, t) for g in layout.groups) == blocks_per_request
     assert probe_capacity(layout, seq_len) == count
     assert report.log_lines == (log_line,)
 
@@ -108,11 +109,13 @@ def _oracle_blocks(group: KVCacheGroup, seq_len: int, in_flight_tokens: int) -> 
 
 
 def _oracle_pool_need(layout: Layout, pool_id: int, seq_len: int) -> int:
-    return sum(_oracle_blocks(g, seq_len, layout.in_flight_tokens) for g in layout.groups if g.pool_id == pool_id)
+    t = layout.in_flight_tokens
+    return sum(_oracle_blocks(g, seq_len, t) for g in layout.groups if g.pool_id == pool_id)
 
 
 def _with_pool_blocks(layout: Layout, num_blocks: dict[int, int]) -> Layout:
-    pools = tuple(dataclasses.replace(p, num_blocks=num_blocks.get(p.pool_id, p.num_blocks)) for p in layout.pools)
+    pools = tuple(dataclasses.replace(p, num_blocks=num_blocks.get(p.pool_id, p.num_blocks))
+                  for p in layout.pools)
     return dataclasses.replace(layout, pools=pools)
 
 
