@@ -53,8 +53,18 @@ def test_mamba_hybrid_keeps_small_attention_block_and_one_state():
 def test_state_pool_split_is_balanced_at_max_len():
     hkv, _ = layouts(granite4_like())
     attention_pool, state_pool = hkv.pools
-    n_attention = (attention_pool.num_blocks - 1) // 8192  # 131072 / 16 blocks per request
+    # By hand, budget 20 GiB = 21,474,836,480 B, L = 131,072, T = 16,384:
+    #   attention block: 4 layers x 16 tokens x 8 heads x (128 + 128) x 2 B = 262,144 B; a request
+    #   holds 131,072 / 16 = 8,192 of them = 2,147,483,648 B.
+    #   state block: 36 states x 2,147,840 B = 77,322,240 B; a request holds 1.
+    #   null blocks 262,144 + 77,322,240 = 77,584,384; per request 2,224,805,888;
+    #   n = (21,474,836,480 - 77,584,384) // 2,224,805,888 = 9 (9.62).
+    #   state pool: 9 + 1 null = 10 blocks; attention: the rest, 21,474,836,480 - 10 x 77,322,240
+    #   = 20,701,614,080 B // 262,144 = 78,970 blocks (78,970.3).
+    assert (attention_pool.num_blocks, state_pool.num_blocks) == (78_970, 10)
+    n_attention = (attention_pool.num_blocks - 1) // 8192  # 78,969 // 8,192 = 9
     n_state = state_pool.num_blocks - 1
+    assert (n_attention, n_state) == (9, 9)
     # the state pool holds exactly the states of the requests the attention pool can hold
     assert n_state == hkv.max_num_requests(131072) <= n_attention
 

@@ -51,9 +51,19 @@ def test_partitioned_split_follows_expected_length():
     at_max = partitioned()
     assert [(p.kind, p.num_slots) for p in at_max.pools] == [("global", 10), ("local", 52)]
     # global pool: 8192 blocks of 10 pages per request; local: 1089 blocks of 52 pages per request.
-    n_global = (at_max.pools[0].num_blocks - 1) // 8192
-    n_local = (at_max.pools[1].num_blocks - 1) // 1089
-    assert min(n_global, n_local) == at_max.max_num_requests(131072)
+    # By hand, pages of 131,072 B, budget 20 GiB = 21,474,836,480 B, L = 131,072, T = 16,384:
+    #   global block 10 x 131,072 = 1,310,720 B, per request 8,192 x that = 10,737,418,240 B;
+    #   local block 52 x 131,072 = 6,815,744 B, per request 1,089 x that = 7,422,345,216 B;
+    #   n = (21,474,836,480 - 1,310,720 - 6,815,744) // 18,159,763,456 = 1 (1.18);
+    #   each pool: n requests + its null block: 8,193 and 1,090 blocks; the leftover
+    #   21,474,836,480 - 8,193 x 1,310,720 - 1,090 x 6,815,744 = 3,306,946,560 B is split in
+    #   proportion to the per-request bytes: global 3,306,946,560 x 10,737,418,240 / 18,159,763,456
+    #   = 1,955,315,574 B more, (10,738,728,960 + 1,955,315,574) / 1,310,720 = 9,684.8 -> 9,684
+    #   blocks; local likewise 1,288.3 -> 1,288 blocks.
+    assert [p.num_blocks for p in at_max.pools] == [9_684, 1_288]
+    n_global = (at_max.pools[0].num_blocks - 1) // 8192  # 9,683 // 8,192 = 1
+    n_local = (at_max.pools[1].num_blocks - 1) // 1089  # 1,287 // 1,089 = 1
+    assert min(n_global, n_local) == at_max.max_num_requests(131072) == 1
     short = partitioned(expected_avg_seq_len=2048)
     assert short.pools[1].num_blocks > at_max.pools[1].num_blocks
     assert short.max_num_requests(2048) > at_max.max_num_requests(2048)
