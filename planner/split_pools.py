@@ -74,16 +74,29 @@ def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], bud
     if num_requests == 0 and budget_bytes >= null_bytes + sum(
             p.demand_bytes for p in staged if p.kind == "recurrent"):
         num_requests = 1
-    shares = [(min(num_requests * p.demand_bytes, max(0, budget_bytes - null_bytes)) // p.bytes_per_block + 1)
-              * p.bytes_per_block for p in staged]
-    leftover = budget_bytes - sum(shares)
-    growable = [i for i, p in enumerate(staged) if p.kind != "recurrent"] or list(range(len(staged)))
-    growable_demand = sum(staged[i].demand_bytes for i in growable)
-    for i in growable:
-        shares[i] += leftover * staged[i].demand_bytes // growable_demand if growable_demand else 0
+    if budget_bytes < null_bytes:
+        # Not even every pool's null block fits: no pool gets a block (capacity 0), as vLLM's one
+        # pool gets none below one block; handing out null blocks first would spend memory the
+        # budget does not have.
+        shares = [0] * len(staged)
+    else:
+        shares = _shares(staged, budget_bytes, null_bytes, num_requests)
     all_groups: list[KVCacheGroup] = []
     pools: list[Pool] = []
     for p, share in zip(staged, shares):
         pools.append(size_pool(p.pool_id, p.kind, p.groups, share, num_hidden_layers, pp))
         all_groups.extend(p.kv_groups)
     return all_groups, pools
+
+
+def _shares(staged: list[_StagedPool], budget_bytes: int, null_bytes: int, num_requests: int) -> list[int]:
+    """Bytes per pool: its null block and num_requests requests' blocks, then the remainder to the
+    attention pools in proportion to their demand. Requires budget_bytes >= null_bytes."""
+    shares = [(min(num_requests * p.demand_bytes, budget_bytes - null_bytes) // p.bytes_per_block + 1)
+              * p.bytes_per_block for p in staged]
+    leftover = budget_bytes - sum(shares)
+    growable = [i for i, p in enumerate(staged) if p.kind != "recurrent"] or list(range(len(staged)))
+    growable_demand = sum(staged[i].demand_bytes for i in growable)
+    for i in growable:
+        shares[i] += leftover * staged[i].demand_bytes // growable_demand if growable_demand else 0
+    return shares

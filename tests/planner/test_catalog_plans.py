@@ -51,7 +51,7 @@ def test_every_gpu_plans_in_both_formats(name):
         assert vllm.in_flight_tokens == 2 * DEFAULT_MNBT[gpu.name]
         [pool] = vllm.pools
         assert pool.num_blocks == budget.available_bytes // pool.bytes_per_block, gpu.name
-        if budget.fits:  # no layout spends more than the budget (see the xfail below for the rest)
+        if budget.fits:  # no layout spends more than the budget (tiny budgets: the test below)
             for layout_name, report in result.reports.items():
                 used_bytes = sum(p.num_bytes for p in report.layout.pools)
                 assert used_bytes <= budget.available_bytes, (gpu.name, layout_name)
@@ -65,10 +65,8 @@ def test_every_gpu_plans_in_both_formats(name):
             assert line in text, gpu.name
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: a budget below the null blocks (here 0 B, or 50 MiB) still gets the hkv and "
-    "partitioned layouts' state pool its null block of 77,322,240 B; split_pools hands out null "
-    "blocks before checking the budget"))
+# Regression: split_pools used to hand every pool its null block before checking the budget, so
+# the hkv and partitioned layouts' state pool got 77,322,240 B out of a budget of 0 B or 50 MiB.
 @pytest.mark.parametrize("options", [
     # granite-4.0-h-small on an L4: about 64 GB of bf16 weights against 24 GB: available = 0.
     {"gpu": "l4"},
