@@ -9,8 +9,8 @@ Block states (every usable block is in exactly one):
     free         ref_cnt == 0, queued, no hash, no group
     cached-free  ref_cnt == 0, queued, hashed under (block hash, group id): a prefix-cache entry
                  that is reused on a hit and evicted (hash dropped) when popped for allocation;
-                 protected or cold if a running request released it early (see release_early),
-                 reserved if a request waiting at the head of the queue would hit it (see reserve)
+                 in the cold, main, reserved or protected segment of the free queue: the
+                 eviction policy picks the segment (see release_to, reserve, unprotect)
 
 With `keep_duplicates` (vLLM's map) several blocks may hold one (block hash, group id) key: the
 earliest registered one still cached serves hits, the later ones wait in `_duplicates` in
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from hkv.runtime.kv_cache.free_block_queue import FreeBlockQueue
+from hkv.runtime.kv_cache.free_block_queue import FreeBlockQueue, FreeSegment
 
 NULL_BLOCK_ID = 0
 
@@ -47,8 +47,6 @@ class BlockPool:
         self.keep_duplicates = keep_duplicates
         self._duplicates: list[dict[bytes, list[int]]] = [{} for _ in range(num_groups)]
         self._queue = FreeBlockQueue(num_blocks, range(1, num_blocks))
-        self.protect_early_releases = False  # see release_early; set by group-aware eviction
-        self._protected_by: list[list[int] | None] = [None] * num_blocks  # the owner list, see release_early
 
     @property
     def num_usable_blocks(self) -> int:
@@ -72,6 +70,12 @@ class BlockPool:
         """Free blocks an admission may take: the protected segment is left to running requests
         (reserved blocks count: a reservation only orders evictions)."""
         return len(self._queue) - self._queue.num_protected
+
+    def free_block_ids(self) -> list[int]:
+        """The free and cached-free block ids in the order allocations take them (front, cold,
+        main, reserved, protected; see FreeBlockQueue). A copy; O(num_blocks): not for hot
+        paths."""
+        return list(self._queue)
 
     def get_cached_block(self, block_hash: bytes, group_id: int) -> int | None:
         return self._cached[group_id].get(block_hash)
@@ -170,27 +174,13 @@ class BlockPool:
         in that order (the first one is reused first). Null blocks are skipped."""
         self._release(block_ids, queue_cached=True)
 
-    def release_early(self, block_ids: Sequence[int], owner: list[int], protect: bool) -> None:
-        """`release` blocks a request frees while it keeps running (out of its window, an old
-        state). Without `protect_early_releases` that is all (vLLM). With it, cached ones that
-        reach zero go, when `protect`, to the protected segment (evicted only after every
-        unprotected one) and are appended to `owner` (the request's list of blocks it protected
-        in this pool, see `unprotect`); otherwise to the cold segment (evicted before every
-        other cached block)."""
-        if not self.protect_early_releases:
-            self._release(block_ids, queue_cached=True)
-            return
+    def release_to(self, block_ids: Sequence[int], segment: FreeSegment) -> list[int]:
+        """`release_blocks`, except that the cached blocks reaching zero go, in order, to the
+        back of `segment` of the free queue; returns them."""
         cached = self._release(block_ids, queue_cached=False)
-        if not cached:
-            return
-        if not protect:
-            self._queue.extend_cold(cached)
-            return
-        self._queue.extend_protected(cached)
-        setitem = self._protected_by.__setitem__
-        for block_id in cached:
-            setitem(block_id, owner)
-        owner.extend(cached)
+        if cached:
+            self._queue.extend_segment(segment, cached)
+        return cached
 
     def _release(self, block_ids: Sequence[int], queue_cached: bool) -> list[int]:
         """Drop one reference per block; queue the uncached ones reaching zero at the front and,
@@ -223,12 +213,10 @@ class BlockPool:
             return []
         return cached
 
-    def unprotect(self, owner: list[int]) -> None:
-        """Move the blocks `owner` protected (see release_early) that are still protected on its
-        behalf to the back of the main segment. A block it protected that was since evicted and
-        protected again by another request stays protected for that one."""
-        protected_by = self._protected_by
-        self._queue.unprotect([b for b in owner if protected_by[b] is owner])
+    def unprotect(self, block_ids: Sequence[int]) -> None:
+        """Move the given blocks that are in the protected segment to the back of the main
+        segment; others are left where they are."""
+        self._queue.unprotect(block_ids)
 
     def warm(self, block_ids: Sequence[int]) -> None:
         """Move the given blocks that are in the cold segment (see release_early) to the back of

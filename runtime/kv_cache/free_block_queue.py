@@ -29,7 +29,16 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
+from enum import Enum
 from itertools import chain, islice
+
+
+class FreeSegment(str, Enum):
+    """The segments a released cached block may be queued in (at the back)."""
+
+    COLD = "cold"  # evicted before every other cached block
+    MAIN = "main"  # least recently used first
+    PROTECTED = "protected"  # evicted after everything else
 
 
 class FreeBlockQueue:
@@ -44,6 +53,8 @@ class FreeBlockQueue:
         self._main: OrderedDict[int, None] = OrderedDict()
         self._reserved: OrderedDict[int, None] = OrderedDict()
         self._protected: OrderedDict[int, None] = OrderedDict()
+        self._segments = {FreeSegment.COLD: self._cold, FreeSegment.MAIN: self._main,
+                          FreeSegment.PROTECTED: self._protected}
 
     def __len__(self) -> int:
         return (len(self._front) + len(self._cold) + len(self._main) + len(self._reserved)
@@ -95,6 +106,10 @@ class FreeBlockQueue:
     def extend_protected(self, block_ids: Iterable[int]) -> None:
         """`append_protected` each block in order (not checked)."""
         self._extend(self._protected, block_ids)
+
+    def extend_segment(self, segment: FreeSegment, block_ids: Iterable[int]) -> None:
+        """Queue each block in order at the back of `segment` (not checked)."""
+        self._extend(self._segments[segment], block_ids)
 
     @staticmethod
     def _extend(segment: OrderedDict[int, None], block_ids: Iterable[int]) -> None:

@@ -55,13 +55,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import chain
 
-from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
-from hkv.runtime.kv_cache.cache_config import FreeOrder
+from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.kv_cache.cache_config import CacheConfig
+from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
+from hkv.runtime.kv_cache.free_block_queue import FreeSegment
 from hkv.runtime.kv_cache.hit_point_counter import HitPointCounter
 from hkv.runtime.kv_cache.kind_manager import KindManager
-from hkv.runtime.kv_cache.kv_cache_coordinator import HitBlocks, KVCacheCoordinator
-from hkv.runtime.kv_cache.lru_eviction import LruEviction
-from hkv.runtime.request import Request
+from hkv.runtime.kv_cache.kv_cache_coordinator import KVCacheCoordinator
+from hkv.runtime.kv_cache.request_blocks import RequestBlocks
 
 
 # Waiting requests after the head are reserved only while their hits' cached-free blocks stay
@@ -69,21 +70,42 @@ from hkv.runtime.request import Request
 RESERVED_SHARE = 0.5
 
 
-class GroupAwareEviction(LruEviction):
-    def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool,
-                 free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST) -> None:
-        super().__init__(coordinator, enable_caching, free_order)  # free_order: not used here
+class GroupAwareEviction(Eviction):
+    def __init__(self, coordinator: KVCacheCoordinator, config: CacheConfig) -> None:
+        self.coordinator = coordinator
+        self.enable_caching = config.enable_caching
+        self._managers_of_pool = [[m for m in coordinator.managers if m.pool is pool]
+                                  for pool in coordinator.pool_list]
         # A live hit point holds at least one cached block: no more of them than blocks.
         num_blocks = sum(pool.num_usable_blocks for pool in coordinator.pool_list)
         self._hit_points = HitPointCounter(max(1, num_blocks))
-        for pool in coordinator.pool_list:
-            pool.protect_early_releases = enable_caching
+        # Per pool id, per block: the owner list (RequestBlocks.protected_block_ids[g]) of the
+        # request that last protected it (see release_early, _unprotect).
+        self._protected_by: dict[int, list[list[int] | None]] = {
+            pool.pool_id: [None] * pool.num_blocks for pool in coordinator.pool_list}
 
-    def note_admission(self, request: Request, hit_len: int) -> None:
+    def note_admission(self, rb: RequestBlocks, hit_len: int) -> None:
         """Count the request's hit point and decide whether what it releases early is protected
         (its hit ends where another request's did) or cold."""
-        prefix_hash = self.coordinator.hit_point_hash(request.block_hashes, request.closed_hit_len, hit_len)
-        request.protects_early_releases = prefix_hash is not None and self._hit_points.count(prefix_hash) >= 2
+        prefix_hash = self.coordinator.hit_point_hash(rb.request.block_hashes, rb.closed_hit_len, hit_len)
+        rb.protects_early_releases = prefix_hash is not None and self._hit_points.count(prefix_hash) >= 2
+
+    def release_early(self, rb: RequestBlocks, pool: BlockPool, group_id: int, block_ids: list[int]) -> None:
+        """With caching off, as LRU. Otherwise the cached blocks that become free go to the
+        protected segment if the request protects its early releases (they are appended to its
+        owner list `rb.protected_block_ids[group_id]`), else to the cold segment."""
+        if not self.enable_caching:
+            pool.release_blocks(block_ids)
+        elif not rb.protects_early_releases:
+            pool.release_to(block_ids, FreeSegment.COLD)
+        else:
+            protected = pool.release_to(block_ids, FreeSegment.PROTECTED)
+            if protected:
+                owner = rb.protected_block_ids[group_id]
+                setitem = self._protected_by[pool.pool_id].__setitem__
+                for block_id in protected:
+                    setitem(block_id, owner)
+                owner.extend(protected)
 
     def reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
         """Reserve the cached-free blocks of the hits of the requests waiting at the head of the
@@ -130,20 +152,28 @@ class GroupAwareEviction(LruEviction):
         return [[b for b in self._tail_first(hit, managers) if b != NULL_BLOCK_ID and not pool.ref_cnt[b]]
                 for managers, pool in zip(self._managers_of_pool, self.coordinator.pool_list, strict=True)]
 
-    def free_request(self, request: Request) -> None:
+    def free_request(self, rb: RequestBlocks) -> None:
         """Warm the cold blocks the hit at the request's final length needs (a window's first
         block, the last checkpoint: released early, yet what its next turn hits), release every
         held block in descending token position across groups, then let the blocks it protected
         age behind them."""
         if self.enable_caching:
             alignment = self.coordinator.hit_alignment
-            final_len = request.num_computed_tokens // alignment * alignment
-            for pool, block_id in self.coordinator.released_hit_blocks(request, final_len):
+            final_len = rb.request.num_computed_tokens // alignment * alignment
+            for pool, block_id in self.coordinator.released_hit_blocks(rb, final_len):
                 pool.warm((block_id,))
         for managers in self._managers_of_pool:
             if managers:
-                managers[0].pool.release_blocks(self._tail_first(request.block_ids, managers))
-        self.coordinator.unprotect(request)
+                managers[0].pool.release_blocks(self._tail_first(rb.block_ids, managers))
+        self._unprotect(rb)
+
+    def _unprotect(self, rb: RequestBlocks) -> None:
+        """The request stops: the blocks it protected age like everything else, except those
+        that were since evicted and protected again by another request (still that one's)."""
+        for m, owner in zip(self.coordinator.managers, rb.protected_block_ids, strict=True):
+            if owner:
+                protected_by = self._protected_by[m.pool.pool_id]
+                m.pool.unprotect([b for b in owner if protected_by[b] is owner])
 
     @staticmethod
     def _tail_first(block_ids: Sequence[Sequence[int]], managers: list[KindManager]) -> list[int]:

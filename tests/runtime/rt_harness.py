@@ -41,7 +41,7 @@ class FakeRunner:
                 self.num_checked_hits += 1
             for g, group in enumerate(self.groups):
                 table = self.tables.table(entry.request_id, g)
-                live = request.block_ids[g]
+                live = self.kv.block_ids(request)[g]
                 assert len(table) == len(live), f"{entry.request_id}: runner table {g} out of sync"
                 assert all(t == b for t, b in zip(table, live, strict=True) if b != NULL_BLOCK_ID)
                 if group.kind is CacheKind.RECURRENT:
@@ -85,7 +85,7 @@ def check_held_bounds(kv: KVCacheManager, output: SchedulerOutput, requests: dic
     for entry in output.scheduled:
         request = requests[entry.request_id]
         for m in kv.coordinator.managers:
-            held = sum(b != NULL_BLOCK_ID for b in request.block_ids[m.group_id])
+            held = sum(b != NULL_BLOCK_ID for b in kv.block_ids(request)[m.group_id])
             bound = m.max_blocks_held(entry.positions.start, entry.positions.stop)
             assert held <= bound, f"{entry.request_id}: group {m.group_id} holds {held} > {bound}"
             if m.group.kind is not CacheKind.FULL:

@@ -81,3 +81,11 @@ def plant(kv, token_ids: list[int], group_id: int, positions: set[int]) -> dict[
         m.pool.release(block_id)
     del Request
     return planted
+
+
+def slot_mapping(kv, request, group_id: int, positions: range) -> list[int]:
+    """KV slot of each token position in an attention group, from the manager's live table:
+    block_id * block_size + offset (what a runner's BlockTables must agree with)."""
+    size = kv.layout.groups[group_id].block_size
+    blocks = kv.block_ids(request)[group_id]
+    return [blocks[p // size] * size + p % size for p in positions]

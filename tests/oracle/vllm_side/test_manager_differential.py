@@ -247,7 +247,7 @@ class Lockstep:
         pytest.fail(f"op {self.n.ops} ({self.last}): {message}")
 
     def _tables(self, live: Live) -> None:
-        ours = [list(t) for t in live.hkv.block_ids]
+        ours = [list(t) for t in self.hkv.block_ids(live.hkv)]
         theirs = [list(t) for t in self.vllm.get_block_ids(live.vllm.request_id)]
         if ours != theirs:
             diff = next(g for g, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
@@ -268,7 +268,7 @@ class Lockstep:
             self.check_all()
 
     def check_all(self) -> None:
-        ours = list(self.hkv_pool._queue)
+        ours = self.hkv_pool.free_block_ids()
         theirs = [b.block_id for b in self.vllm.block_pool.free_block_queue.get_all_free_blocks()]
         if ours != theirs:
             first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))

@@ -40,8 +40,8 @@ def test_lifecycle_block_ids() -> None:
     a.append_output_token(9)
     # 9 computed: skipped = 8 tokens = positions 0..3 -> blocks 4, 3, 2, 1 released tail first.
     assert ids(kv.allocate_slots(a, 1)) == [[]]
-    assert a.block_ids == [[NULL_BLOCK_ID] * 4 + [5]]
-    assert list(pool._queue) == [6, 7, 8, 9, 4, 3, 2, 1]
+    assert kv.block_ids(a) == [[NULL_BLOCK_ID] * 4 + [5]]
+    assert pool.free_block_ids() == [6, 7, 8, 9, 4, 3, 2, 1]
     kv.check_integrity()
     # Another prompt entirely: p = 10 needs position 4 (not cached) -> 8 is a chunk boundary,
     # a hit with no block at all (chunked layers never look before their chunk).

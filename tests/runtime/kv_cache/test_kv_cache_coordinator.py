@@ -78,5 +78,5 @@ def test_hit_blocks_come_from_every_group_or_none() -> None:
     # The checkpoint at 16 was the copy source of the new live state; with one state block it
     # is released again at once and stays cached.
     assert pool.is_cached_free(planted[2][3])
-    assert request.state_copies == [(2, planted[2][3], request.block_ids[2][-1])]
+    assert kv.request_blocks(request).state_copies == [(2, planted[2][3], kv.block_ids(request)[2][-1])]
     kv.check_integrity()

@@ -46,8 +46,8 @@ def test_lifecycle_block_ids(policy: EvictionPolicy) -> None:
     # Decode: cache blocks 1..4 (8 tokens computed), then release what 9 computed tokens no
     # longer need: skipped = 9 - 3 = 6 tokens = positions 0..2 -> blocks 3, 2, 1 (tail first).
     assert ids(kv.allocate_slots(a, 1)) == [[]]
-    assert a.block_ids == [[NULL_BLOCK_ID, NULL_BLOCK_ID, NULL_BLOCK_ID, 4, 5]]
-    assert list(pool._queue) == [6, 7, 8, 9, 3, 2, 1]
+    assert kv.block_ids(a) == [[NULL_BLOCK_ID, NULL_BLOCK_ID, NULL_BLOCK_ID, 4, 5]]
+    assert pool.free_block_ids() == [6, 7, 8, 9, 3, 2, 1]
     assert kv.stats().num_early_released_blocks == (3,)
     kv.check_integrity()
 

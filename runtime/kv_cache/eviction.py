@@ -1,0 +1,48 @@
+"""Eviction: the hooks through which the KV cache manager lets a policy order evictions.
+
+A policy decides where the blocks a request gives back go in each pool's free queue (see
+FreeBlockQueue's segments) and what it keeps track of to decide it; the pools only offer
+block-level operations (release to a segment, move between segments). The KVCacheManager picks
+the policy from `CacheConfig.eviction_policy` (EVICTION_BY_POLICY in kv_cache_manager.py) and
+calls, per request: `note_admission` when it admits one, `release_early` (through the kind
+managers) when a running request gives back blocks it no longer needs, `free_request` when it
+stops; and `reserve_hits` / `reserve_more` when the scheduler's waiting queue changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from hkv.runtime.kv_cache.block_pool import BlockPool
+from hkv.runtime.kv_cache.request_blocks import RequestBlocks
+
+HitBlocks = tuple[Sequence[int], ...]  # per group: the block table prefix of a hit
+
+
+class Eviction:
+    """The interface; LruEviction and GroupAwareEviction implement it."""
+
+    def note_admission(self, rb: RequestBlocks, hit_len: int) -> None:
+        """`rb`'s request is admitted with a prefix hit of `hit_len` tokens (`rb.closed_hit_len`
+        holds its full-attention hit); called before its hit is adopted, with caching on."""
+        raise NotImplementedError
+
+    def release_early(self, rb: RequestBlocks, pool: BlockPool, group_id: int, block_ids: list[int]) -> None:
+        """Drop the running request's reference on `block_ids` of group `group_id` (out of its
+        window, an old state; eviction priority order, nulls skipped) and queue the ones that
+        become free."""
+        raise NotImplementedError
+
+    def free_request(self, rb: RequestBlocks) -> None:
+        """Release every block the stopped (finished or preempted) request holds."""
+        raise NotImplementedError
+
+    def reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
+        """The hits of the requests waiting at the head of the queue, head first (each one a
+        lookup: consume only what is used). Blocks reserved before and not now are let go."""
+        raise NotImplementedError
+
+    def reserve_more(self, hits: Iterable[HitBlocks]) -> None:
+        """`reserve_hits` for requests that joined the back of the reserved ones, in queue order,
+        keeping what is reserved already."""
+        raise NotImplementedError
