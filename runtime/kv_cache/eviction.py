@@ -6,17 +6,19 @@ block-level operations (release to a segment, move between segments). The KVCach
 the policy from `CacheConfig.eviction_policy` (EVICTION_BY_POLICY in kv_cache_manager.py) and
 calls, per request: `note_admission` when it admits one, `release_early` (through the kind
 managers) when a running request gives back blocks it no longer needs, `free_request` when it
-stops; and `reserve_hits` / `reserve_more` when the scheduler's waiting queue changes.
+stops; and `note_waiting` when the scheduler's waiting queue may have changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from hkv.runtime.kv_cache.block_pool import BlockPool
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
+from hkv.runtime.request import Request
 
 HitBlocks = tuple[Sequence[int], ...]  # per group: the block table prefix of a hit
+HitOf = Callable[[Request], HitBlocks | None]  # a waiting request's hit blocks (a lookup)
 
 
 class Eviction:
@@ -37,12 +39,8 @@ class Eviction:
         """Release every block the stopped (finished or preempted) request holds."""
         raise NotImplementedError
 
-    def reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
-        """The hits of the requests waiting at the head of the queue, head first (each one a
-        lookup: consume only what is used). Blocks reserved before and not now are let go."""
-        raise NotImplementedError
-
-    def reserve_more(self, hits: Iterable[HitBlocks]) -> None:
-        """`reserve_hits` for requests that joined the back of the reserved ones, in queue order,
-        keeping what is reserved already."""
+    def note_waiting(self, first: Sequence[Request], hit_of: HitOf) -> None:
+        """The scheduler's waiting queue may have changed: `first` are the requests at its head
+        (up to CacheConfig.reserved_waiting_requests, head first; empty: nothing waits), and
+        `hit_of` looks one up (a prefix-cache lookup: call it only for what is used)."""
         raise NotImplementedError

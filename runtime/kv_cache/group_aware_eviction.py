@@ -52,17 +52,18 @@ them); looking all eight up again whenever they changed (the first prototype: 30
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig
-from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
+from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks, HitOf
 from hkv.runtime.kv_cache.free_block_queue import FreeSegment
 from hkv.runtime.kv_cache.hit_point_counter import HitPointCounter
 from hkv.runtime.kv_cache.kind_manager import KindManager
 from hkv.runtime.kv_cache.kv_cache_coordinator import KVCacheCoordinator
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
+from hkv.runtime.request import Request
 
 
 # Waiting requests after the head are reserved only while their hits' cached-free blocks stay
@@ -83,6 +84,7 @@ class GroupAwareEviction(Eviction):
         # request that last protected it (see release_early, _unprotect).
         self._protected_by: dict[int, list[list[int] | None]] = {
             pool.pool_id: [None] * pool.num_blocks for pool in coordinator.pool_list}
+        self._reserved_for: tuple[str, ...] = ()  # ids of the waiting requests reserved, head first
 
     def note_admission(self, rb: RequestBlocks, hit_len: int) -> None:
         """Count the request's hit point and decide whether what it releases early is protected
@@ -107,7 +109,30 @@ class GroupAwareEviction(Eviction):
                     setitem(block_id, owner)
                 owner.extend(protected)
 
-    def reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
+    def note_waiting(self, first: Sequence[Request], hit_of: HitOf) -> None:
+        """Reserve the hits of the requests at the head of the waiting queue (`first`, head
+        first; see rule 4). Incremental: when the requests reserved before, less the ones
+        admitted from the head, still lead the queue, only the requests behind them are looked
+        up and reserved ahead of the others (`_reserve_more`); otherwise (a preempted request
+        went first) every hit is looked up again (`_reserve_hits`). The blocks of a reservation
+        that are hit, evicted or released meanwhile simply leave it."""
+        reserved_for = tuple(r.request_id for r in first)
+        old = self._reserved_for
+        if reserved_for == old:
+            return
+        self._reserved_for = reserved_for
+        if old and reserved_for:
+            queued = set(reserved_for)
+            num_gone = 0  # admitted since: they led the queue
+            while num_gone < len(old) and old[num_gone] not in queued:
+                num_gone += 1
+            kept = old[num_gone:]
+            if reserved_for[:len(kept)] == kept:
+                self._reserve_more(_hits(first[len(kept):], hit_of))
+                return
+        self._reserve_hits(_hits(first, hit_of))
+
+    def _reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
         """Reserve the cached-free blocks of the hits of the requests waiting at the head of the
         queue (`hits`: head first): they are evicted after the main segment, the hits of
         requests further back first, the head's last; within a hit, by descending position
@@ -132,10 +157,10 @@ class GroupAwareEviction(Eviction):
         for i, pool in enumerate(pools):
             pool.reserve(list(chain.from_iterable(per_pool[i] for per_pool in reserved)))
 
-    def reserve_more(self, hits: Iterable[HitBlocks]) -> None:
+    def _reserve_more(self, hits: Iterable[HitBlocks]) -> None:
         """Reserve the hits of requests that joined the back of the reserved ones (`hits`: in
         queue order), each ahead of everything reserved before (evicted first), which keeps
-        reserve_hits' order. Blocks reserved already stay with their earlier request; a request
+        _reserve_hits' order. Blocks reserved already stay with their earlier request; a request
         whose blocks would take a pool past RESERVED_SHARE is left out."""
         pools = self.coordinator.pool_list
         for hit in hits:
@@ -189,3 +214,11 @@ class GroupAwareEviction(Eviction):
                  for pos, block_id in enumerate(block_ids[m.group_id]) if block_id != NULL_BLOCK_ID]
         keyed.sort(reverse=True)
         return [block_id for _, _, block_id in keyed]
+
+
+def _hits(requests: Iterable[Request], hit_of: HitOf) -> Iterator[HitBlocks]:
+    """The hit blocks of each request with a hit, looked up when consumed."""
+    for request in requests:
+        hit = hit_of(request)
+        if hit is not None:
+            yield hit

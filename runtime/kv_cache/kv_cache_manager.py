@@ -12,7 +12,7 @@ Typical use by a scheduler (synchronous: one batch in flight):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from math import lcm
 from typing import NamedTuple
@@ -78,8 +78,6 @@ class KVCacheManager:
         self._admission_needs: dict[tuple[int, int | None], list[int]] = {}  # admission_blocked's bounds
         self._num_query_tokens = 0
         self._num_hit_tokens = 0
-        # reserve_waiting_hits: the ids of the waiting requests whose hits are reserved, head first.
-        self._reserved_for: tuple[str, ...] = ()
         self._reserving = self.enable_caching and self.config.reserved_waiting_requests > 0
 
     @property
@@ -124,46 +122,23 @@ class KVCacheManager:
         return ComputedBlocks(self.coordinator.hit_blocks(request.block_hashes, hit_len), hit_len)
 
     def reserve_waiting_hits(self, waiting: Iterable[Request]) -> None:
-        """The scheduler could not admit the head of `waiting` (its queue, in admission order;
-        requests holding nothing): let the eviction policy keep the cached hits of the first
-        `config.reserved_waiting_requests` of them, so that evictions take the hits of requests
-        further back first and the head's last (GROUP_AWARE; otherwise, or with caching off,
-        nothing happens). Incremental: when the requests reserved before, less the ones
-        admitted from the head, still lead the queue, only the requests behind them are looked
-        up (`find_hit_len`, which extends their hashes) and reserved ahead of the others;
-        otherwise (a preempted request went first) every hit is looked up again. The blocks of a
-        reservation that are hit, evicted or released meanwhile simply leave it."""
-        if not self._reserving:
-            return
-        first = tuple(islice(waiting, self.config.reserved_waiting_requests))
-        reserved_for = tuple(r.request_id for r in first)
-        old = self._reserved_for
-        if reserved_for == old:
-            return
-        self._reserved_for = reserved_for
-        if old and reserved_for:
-            queued = set(reserved_for)
-            num_gone = 0  # admitted since: they led the queue
-            while num_gone < len(old) and old[num_gone] not in queued:
-                num_gone += 1
-            kept = old[num_gone:]
-            if reserved_for[:len(kept)] == kept:
-                self.eviction.reserve_more(self._hits(first[len(kept):]))
-                return
-        self.eviction.reserve_hits(self._hits(first))
+        """The scheduler's waiting queue (in admission order; requests holding nothing) may have
+        changed: the eviction policy may keep the cached hits of its first
+        `config.reserved_waiting_requests` requests, looking them up (`find_hit_len`, which
+        extends their hashes) when it needs them (GROUP_AWARE, see
+        GroupAwareEviction.note_waiting). Nothing happens with caching off or a limit of 0."""
+        if self._reserving:
+            first = tuple(islice(waiting, self.config.reserved_waiting_requests))
+            self.eviction.note_waiting(first, self._hit_of)
 
     def drop_reservation(self) -> None:
-        """Nothing waits any more: reserved blocks move to the back of the main segment."""
-        if self._reserved_for:
-            self._reserved_for = ()
-            self.eviction.reserve_hits(())
+        """Nothing waits any more: `reserve_waiting_hits` of an empty queue."""
+        self.reserve_waiting_hits(())
 
-    def _hits(self, requests: Iterable[Request]) -> Iterator[HitBlocks]:
-        """The prefix hit blocks of each request with a hit, looked up when consumed."""
-        for request in requests:
-            hit_len = self.find_hit_len(request)
-            if hit_len:
-                yield self.hit_blocks(request, hit_len).block_ids
+    def _hit_of(self, request: Request) -> HitBlocks | None:
+        """The prefix hit blocks of a waiting request, None without a hit."""
+        hit_len = self.find_hit_len(request)
+        return self.hit_blocks(request, hit_len).block_ids if hit_len else None
 
     # ---- admission and allocation ------------------------------------------------------------
 
@@ -323,13 +298,6 @@ class KVCacheManager:
         self._requests[request.request_id] = rb
         return True
 
-    def remove_skipped_blocks(self, request: Request, num_computed_tokens: int) -> None:
-        """Release (after caching them, CacheTiming.COMPUTED) the blocks `num_computed_tokens`
-        computed tokens no longer need, in every group. allocate_slots does this itself."""
-        rb = self._requests.get(request.request_id)
-        if rb is not None:
-            self._cache_and_release(rb, num_computed_tokens)
-
     def _cache_and_release(self, rb: RequestBlocks, num_computed: int) -> None:
         if self.enable_caching and not self.cache_on_schedule:
             self.hasher.extend(rb.request)
@@ -379,14 +347,6 @@ class KVCacheManager:
         rb.state_copies.clear()
         return copies
 
-    def slot_mapping(self, request: Request, group_id: int, positions: range) -> list[int]:
-        """KV slot of each token position in an attention group: block_id * block_size + offset."""
-        m = self.coordinator.managers[group_id]
-        if isinstance(m, RecurrentStateManager):
-            raise ValueError(f"group {group_id} is recurrent: it has one state, not token slots")
-        size, blocks = m.block_size, self.block_ids(request)[group_id]
-        return [blocks[p // size] * size + p % size for p in positions]
-
     # ---- accounting ----------------------------------------------------------------------------
 
     @property
@@ -395,10 +355,6 @@ class KVCacheManager:
         usable = sum(p.num_usable_blocks for p in self.pools.values())
         free = sum(p.num_free_blocks for p in self.pools.values())
         return 1.0 - free / usable if usable else 0.0
-
-    @property
-    def num_running_requests(self) -> int:
-        return len(self._requests)
 
     def stats(self) -> CacheStats:
         coordinator = self.coordinator

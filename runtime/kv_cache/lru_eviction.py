@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from hkv.runtime.kv_cache.block_pool import BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig, FreeOrder
-from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
+from hkv.runtime.kv_cache.eviction import Eviction, HitOf
 from hkv.runtime.kv_cache.kv_cache_coordinator import KVCacheCoordinator
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
+from hkv.runtime.request import Request
 
 
 class LruEviction(Eviction):
@@ -27,11 +28,8 @@ class LruEviction(Eviction):
     def release_early(self, rb: RequestBlocks, pool: BlockPool, group_id: int, block_ids: list[int]) -> None:
         pool.release_blocks(block_ids)
 
-    def reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
-        """Plain LRU keeps no record of hits and consumes none."""
-
-    def reserve_more(self, hits: Iterable[HitBlocks]) -> None:
-        """Plain LRU keeps no record of hits and consumes none."""
+    def note_waiting(self, first: Sequence[Request], hit_of: HitOf) -> None:
+        """Plain LRU keeps no record of hits and looks none up."""
 
     def free_request(self, rb: RequestBlocks) -> None:
         """Release every block the request holds (see FreeOrder), each group tail first."""

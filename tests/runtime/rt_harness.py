@@ -132,7 +132,7 @@ def drive(scheduler: Scheduler, requests: list[Request], *, runner: FakeRunner |
                 by_id[follow_up.request_id] = follow_up
                 scheduler.add_request(follow_up)
         kv.check_integrity()
-    assert kv.usage == 0.0 and kv.num_running_requests == 0
+    assert kv.usage == 0.0 and all(kv.block_ids(r) == () for r in by_id.values())
     for pool in kv.pools.values():
         assert sum(pool.num_in_use_by_group) == 0
         assert pool.num_free_blocks == pool.num_usable_blocks  # every block free or cached-free
