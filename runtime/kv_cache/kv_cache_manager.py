@@ -20,7 +20,7 @@ from typing import NamedTuple
 from hkv.planner.layout import Layout
 from hkv.runtime.kv_cache.block_hash import BlockHasher
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
-from hkv.runtime.kv_cache.cache_config import CacheConfig, CacheTiming, DuplicateBlocks, EvictionPolicy
+from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
 from hkv.runtime.kv_cache.cache_stats import CacheStats
 from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
 from hkv.runtime.kv_cache.group_aware_eviction import GroupAwareEviction
@@ -28,6 +28,7 @@ from hkv.runtime.kv_cache.kv_cache_coordinator import KVCacheCoordinator
 from hkv.runtime.kv_cache.lru_eviction import LruEviction
 from hkv.runtime.kv_cache.recurrent_state_manager import RecurrentStateManager
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
+from hkv.runtime.kv_cache.vllm_compat import CacheTiming, DuplicateBlocks
 from hkv.runtime.request import Request
 
 EvictionFactory = Callable[[KVCacheCoordinator, CacheConfig], Eviction]

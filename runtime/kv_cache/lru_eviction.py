@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hkv.runtime.kv_cache.block_pool import BlockPool
-from hkv.runtime.kv_cache.cache_config import CacheConfig, FreeOrder
+from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.eviction import Eviction, HitOf
 from hkv.runtime.kv_cache.kv_cache_coordinator import KVCacheCoordinator
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
+from hkv.runtime.kv_cache.vllm_compat import FreeOrder
 from hkv.runtime.request import Request
 
 

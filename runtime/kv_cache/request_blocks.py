@@ -61,7 +61,7 @@ class RequestBlocks:
         non-null block the request holds. Raises AssertionError."""
         tag = f"request {self.request.request_id}"
         assert len(self.block_ids) == num_groups, f"{tag}: {len(self.block_ids)} tables"
-        references = []
+        references: list[tuple[int, int]] = []
         for gid, blocks in enumerate(self.block_ids):
             skipped = self.num_skipped_blocks[gid]
             assert all(b == NULL_BLOCK_ID for b in blocks[:skipped]), (

@@ -10,9 +10,10 @@ from __future__ import annotations
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import KVCacheGroup, cdiv
 from hkv.runtime.kv_cache.block_pool import BlockPool
-from hkv.runtime.kv_cache.cache_config import CacheConfig, SlidingRetention
+from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.kind_manager import KindManager
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
+from hkv.runtime.kv_cache.vllm_compat import SlidingRetention
 
 
 class SlidingWindowManager(KindManager):

@@ -37,7 +37,8 @@ from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.layout import Layout
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.runtime.kv_cache.cache_config import CacheConfig, FreeOrder
+from hkv.runtime.kv_cache.cache_config import CacheConfig
+from hkv.runtime.kv_cache.vllm_compat import FreeOrder
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
 from hkv.runtime.request import Request
 from vllm.sampling_params import SamplingParams
