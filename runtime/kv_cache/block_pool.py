@@ -71,14 +71,11 @@ class BlockPool:
         (reserved blocks count: a reservation only orders evictions)."""
         return len(self._queue) - self._queue.num_protected
 
-    def free_block_ids(self) -> list[int]:
-        """The free and cached-free block ids in the order allocations take them (front, cold,
-        main, reserved, protected; see FreeBlockQueue). A copy; O(num_blocks): not for hot
-        paths."""
-        return list(self._queue)
-
-    def get_cached_block(self, block_hash: bytes, group_id: int) -> int | None:
-        return self._cached[group_id].get(block_hash)
+    def free_segments(self) -> dict[FreeSegment, list[int]]:
+        """The free and cached-free block ids of each segment of the free queue, segments and
+        blocks in the order allocations take them (see FreeBlockQueue). Copies; O(num_blocks):
+        a read-only view for checks, not for hot paths."""
+        return self._queue.segments()
 
     def cached_map(self, group_id: int) -> dict[bytes, int]:
         """The live hash -> block id map of a group; read it, never mutate it."""
@@ -163,15 +160,11 @@ class BlockPool:
             self._queue.remove_many(free)
             self.num_in_use_by_group[group_id] += len(free)
 
-    def release(self, block_id: int) -> None:
-        """Drop one reference. At zero the block is queued: cached ones at the back of the main
-        segment (LRU), uncached ones at the front (reused first)."""
-        self.release_blocks((block_id,))
-
     def release_blocks(self, block_ids: Sequence[int]) -> None:
-        """`release` the blocks as one batch (vLLM's free_blocks), in eviction priority order:
-        the cached ones reaching zero are appended in that order, the uncached ones put in front
-        in that order (the first one is reused first). Null blocks are skipped."""
+        """Drop one reference per block, as one batch (vLLM's free_blocks), in eviction priority
+        order: the cached ones reaching zero are appended to the back of the main segment (LRU)
+        in that order, the uncached ones put in front in that order (the first one is reused
+        first). Null blocks are skipped."""
         self._release(block_ids, queue_cached=True)
 
     def release_to(self, block_ids: Sequence[int], segment: FreeSegment) -> list[int]:
@@ -223,9 +216,6 @@ class BlockPool:
         the main segment; others are left where they are."""
         self._queue.warm(block_ids)
 
-    def is_cold(self, block_id: int) -> bool:
-        return self._queue.is_cold(block_id)
-
     def reserve(self, block_ids: Sequence[int]) -> None:
         """Make the reserved segment (evicted after the main segment, before the protected one)
         hold exactly the given cached-free blocks, the first one evicted first; blocks not
@@ -238,12 +228,6 @@ class BlockPool:
         reserved segment, in order, ahead of those reserved before (see
         FreeBlockQueue.reserve_front); others are skipped."""
         self._queue.reserve_front(block_ids)
-
-    def is_reserved(self, block_id: int) -> bool:
-        return self._queue.is_reserved(block_id)
-
-    def is_protected(self, block_id: int) -> bool:
-        return self._queue.is_protected(block_id)
 
     def cache_block(self, block_id: int, block_hash: bytes, group_id: int) -> bool:
         """Register an in-use block under (block_hash, group_id). Returns False (no change) if the
@@ -298,9 +282,6 @@ class BlockPool:
             return len(blocks) - num_free
         return len(blocks) - num_free + self._queue.count_protected(blocks)
 
-    def is_cached_free(self, block_id: int) -> bool:
-        return self.ref_cnt[block_id] == 0 and self.block_hash[block_id] is not None
-
     def check_integrity(self, references: Sequence[tuple[int, int]]) -> None:
         """Verify every invariant of the pool against the live `references`, one
         (block id, group id) pair per reference a request holds. Raises AssertionError."""
@@ -317,7 +298,7 @@ class BlockPool:
         num_free = num_cached_free = num_in_use = 0
         in_use_by_group = [0] * len(self.num_in_use_by_group)
         queued_blocks = set(self._queue)
-        front = set(self._queue._front)
+        front = set(self._queue.segments()[FreeSegment.FRONT])
         for block_id in range(1, self.num_blocks):
             ref = self.ref_cnt[block_id]
             assert ref == counts[block_id], (

@@ -17,7 +17,7 @@ one. They treat the groups in group order, as separate calls would.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import takewhile
 from operator import and_
 from typing import ClassVar
@@ -28,9 +28,6 @@ from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.eviction import Eviction
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
-
-IsCached = Callable[[int], bool]  # block position -> cached in every group of a lookup batch
-
 
 class KindManager:
     """Block policy of one KV cache group; subclasses set `kind` and `num_skipped_blocks`."""
@@ -73,34 +70,15 @@ class KindManager:
 
     # ---- prefix-cache lookup (reads only) ---------------------------------------------------
 
-    def longest_hit_len(self, is_cached: IsCached, max_len: int, alignment: int) -> int:
-        """Longest hit p <= max_len, p a multiple of `alignment` (itself a multiple of
-        block_size), whose needed blocks are all cached. 0 always qualifies.
-
-        Scans right to left: the candidate end e (in blocks) drops below the first miss, and
-        every block position is probed at most once.
-        """
-        size = self.block_size
-        step = alignment // size
-        end = max_len // alignment * step
-        pos = end - 1
-        while end > 0:
-            first = self.num_skipped_blocks(end * size)
-            while pos >= first and is_cached(pos):
-                pos -= 1
-            if pos < first:
-                return end * size
-            end = pos // step * step
-            pos = end - 1
-        return 0
-
     def longest_hit_len_in(self, maps: Sequence[Mapping[bytes, int]], block_hashes: Sequence[bytes],
                            max_len: int, alignment: int) -> int:
-        """`longest_hit_len` where block position p is cached iff its hash,
-        block_hashes[(p + 1) * hash_stride - 1], is a key of every map (the coordinator's lookup;
-        `block_hashes` must cover max_len tokens). Same result, the longest accepted length,
-        found at C speed: the first candidate's window is probed from its end by takewhile runs;
-        past a miss, cached flags of the positions below it are computed once and each next
+        """Longest hit p <= max_len, p a multiple of `alignment` (itself a multiple of
+        block_size), whose needed blocks are all cached, where block position p is cached iff
+        its hash, block_hashes[(p + 1) * hash_stride - 1], is a key of every map (the
+        coordinator's lookup; `block_hashes` must cover max_len tokens). 0 always qualifies.
+        Found at C speed (tests/runtime/rt_layouts.py holds the plain scan it must agree with):
+        the first candidate's window is probed from its end by takewhile runs; past a miss,
+        cached flags of the positions below it are computed once and each next
         candidate is checked by one rfind. When no window is ever empty (`nonempty_windows`), a
         candidate whose last position misses is skipped: the next one ends just after the last
         cached position below the previous miss."""
@@ -211,8 +189,3 @@ class KindManager:
     def cache_hit_point(self, rb: RequestBlocks, hit_len: int) -> None:
         """Make sure the blocks a later hit of `hit_len` tokens needs are cached (kinds that do
         not cache densely override this; the others have cached them already)."""
-
-    def max_blocks_held(self, num_computed: int, num_tokens: int) -> int:
-        """Most non-null blocks a request may hold after a step computing tokens
-        [num_computed, num_tokens) (tests and integrity checks)."""
-        return cdiv(num_tokens, self.block_size) - self.num_skipped_blocks(num_computed)

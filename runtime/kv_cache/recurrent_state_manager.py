@@ -96,6 +96,3 @@ class RecurrentStateManager(KindManager):
         if pos < len(blocks) and blocks[pos] != NULL_BLOCK_ID:
             self.pool.cache_block(blocks[pos], rb.request.block_hashes[(pos + 1) * self.hash_stride - 1],
                                   self.group_id)
-
-    def max_blocks_held(self, num_computed: int, num_tokens: int) -> int:
-        return min(self.num_state_blocks, 2)

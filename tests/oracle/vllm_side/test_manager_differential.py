@@ -28,6 +28,7 @@ import dataclasses
 import random
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import chain
 from math import gcd, lcm
 
 import pytest
@@ -38,8 +39,8 @@ from hkv.planner.layout import Layout
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
 from hkv.runtime.kv_cache.cache_config import CacheConfig
-from hkv.runtime.kv_cache.vllm_compat import FreeOrder
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
+from hkv.runtime.kv_cache.vllm_compat import FreeOrder
 from hkv.runtime.request import Request
 from vllm.sampling_params import SamplingParams
 from vllm.utils.hashing import sha256
@@ -269,7 +270,7 @@ class Lockstep:
             self.check_all()
 
     def check_all(self) -> None:
-        ours = self.hkv_pool.free_block_ids()
+        ours = list(chain.from_iterable(self.hkv_pool.free_segments().values()))
         theirs = [b.block_id for b in self.vllm.block_pool.free_block_queue.get_all_free_blocks()]
         if ours != theirs:
             first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))

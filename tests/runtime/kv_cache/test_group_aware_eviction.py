@@ -14,6 +14,7 @@ from hkv.runtime import (
 )
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
 from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout
+from rt_pool import free_block_ids, is_cold, is_protected, is_reserved
 
 
 @pytest.mark.parametrize(("policy", "expected_back"), [
@@ -29,7 +30,7 @@ def test_release_order(policy: EvictionPolicy, expected_back: list[int]) -> None
     kv.allocate_slots(request, 8)
     request.num_computed_tokens = 8
     kv.free(request)
-    assert kv.pools[0].free_block_ids() == [9, 10, 11] + expected_back
+    assert free_block_ids(kv.pools[0]) == [9, 10, 11] + expected_back
 
 
 def finished_pair(policy: EvictionPolicy) -> tuple[KVCacheManager, Request, Request]:
@@ -103,7 +104,7 @@ def running_with_released_window(policy: EvictionPolicy) -> tuple[KVCacheManager
 def test_early_releases_of_a_running_request_are_protected() -> None:
     kv, released, _ = running_with_released_window(EvictionPolicy.GROUP_AWARE)
     pool = kv.pools[0]
-    assert all(pool.is_protected(b) for b in released)
+    assert all(is_protected(pool, b) for b in released)
     assert kv.stats().num_protected_blocks == (4,)
     # a holds full 1..5 + 11 and sliding 10 + 12: 19 usable - 8 held = 11 free, 4 of them
     # protected. A hit on the protected window is allowed: the shared 8 tokens need sliding
@@ -118,7 +119,7 @@ def test_early_releases_of_a_running_request_are_protected() -> None:
     small = Request("small", list(range(50, 56)), 1)
     assert kv.can_admit(small)
     kv.allocate_slots(small, 6)
-    assert all(pool.is_protected(b) for b in released)
+    assert all(is_protected(pool, b) for b in released)
     kv.check_integrity()
 
 
@@ -129,7 +130,7 @@ def test_protected_blocks_become_ordinary_when_the_request_stops() -> None:
     assert pool.num_protected_blocks == 0
     # a's held blocks by descending position (full 5 and sliding 10 at position 4 were not fully
     # computed: uncached, front), then its early releases, oldest release first.
-    assert pool.free_block_ids()[-8:] == [4, 3, 2, 1] + released
+    assert free_block_ids(pool)[-8:] == [4, 3, 2, 1] + released
     kv.check_integrity()
 
 
@@ -168,11 +169,11 @@ def test_branch_point_rule() -> None:
     for request in (x, y):
         request.append_output_token(1)
         kv.allocate_slots(request, 1)  # 14 computed: sliding positions 0..5 released
-    assert [(pool.is_cold(b), pool.is_protected(b)) for b in x_own] == [(True, False)] * 2
+    assert [(is_cold(pool, b), is_protected(pool, b)) for b in x_own] == [(True, False)] * 2
     assert xb.protected_block_ids[1] == []
     # y released the shared block last (x's release left it in use): protected with y's own.
     assert sorted(yb.protected_block_ids[1]) == sorted([*y_own, shared])
-    assert all(pool.is_protected(b) for b in yb.protected_block_ids[1])
+    assert all(is_protected(pool, b) for b in yb.protected_block_ids[1])
     kv.check_integrity()
     x.num_computed_tokens += 1
     kv.free(x)
@@ -194,20 +195,20 @@ def test_stop_leaves_blocks_protected_since_by_another_request() -> None:
     a, b = pool.allocate(2, 0)
     pool.cache_block(a, b"h1" * 8, 0)
     policy.release_early(first, pool, 0, [a])
-    assert first.protected_block_ids == [[a]] and pool.is_protected(a)
+    assert first.protected_block_ids == [[a]] and is_protected(pool, a)
     assert pool.allocate(1, 0) == [a]  # the only free block: evicted although protected
     pool.cache_block(a, b"h2" * 8, 0)
     policy.release_early(second, pool, 0, [a])
     policy.free_request(first)  # holds no block: only its protections end
-    assert pool.is_protected(a)
+    assert is_protected(pool, a)
     policy.free_request(second)
-    assert not pool.is_protected(a)
+    assert not is_protected(pool, a)
     pool.check_integrity([(b, 0)])
 
 
 def test_lru_does_not_protect() -> None:
     kv, released, _ = running_with_released_window(EvictionPolicy.LRU)
-    assert not any(kv.pools[0].is_protected(b) for b in released)
+    assert not any(is_protected(kv.pools[0], b) for b in released)
 
 
 def test_stop_warms_the_cold_block_its_final_hit_needs() -> None:
@@ -226,12 +227,12 @@ def test_stop_warms_the_cold_block_its_final_hit_needs() -> None:
     a.append_output_token(1)
     kv.allocate_slots(a, 1)
     pool = kv.pools[0]
-    assert kv.block_ids(a)[1][3] == 0 and pool.is_cold(pos3)
+    assert kv.block_ids(a)[1][3] == 0 and is_cold(pool, pos3)
     a.num_computed_tokens += 1
     held_full = [b for b in kv.block_ids(a)[0] if pool.block_hash[b] is not None]
     kv.free(a)
-    queue = pool.free_block_ids()
-    assert not pool.is_cold(pos3) and pos3 in queue
+    queue = free_block_ids(pool)
+    assert not is_cold(pool, pos3) and pos3 in queue
     assert queue.index(pos3) < min(queue.index(b) for b in held_full)
     kv.check_integrity()
     again = Request("again", [*range(10), 1, 5], 1)
@@ -252,7 +253,7 @@ def reservation_setup(policy: EvictionPolicy, limit: int = 8) -> tuple[KVCacheMa
     waiting = {name: Request(name, [*range(base, base + 6), 30 + i], 1)
                for i, (name, base) in enumerate((("A", 0), ("B", 10), ("C", 20)))}
     waiting["D"] = Request("D", [0, 1, 2, 3, 40, 41, 42], 1)
-    assert kv.pools[0].free_block_ids()[-9:] == [3, 2, 1, 6, 5, 4, 9, 8, 7]
+    assert free_block_ids(kv.pools[0])[-9:] == [3, 2, 1, 6, 5, 4, 9, 8, 7]
     return kv, waiting
 
 
@@ -273,9 +274,9 @@ def test_reservation_order(policy: EvictionPolicy, limit: int, queue_order: str,
     kv.reserve_waiting_hits([waiting[name] for name in queue_order])
     pool = kv.pools[0]
     cached = expected_main + expected_reserved
-    assert pool.free_block_ids()[-len(cached):] == cached
+    assert free_block_ids(pool)[-len(cached):] == cached
     assert pool.num_reserved_blocks == len(expected_reserved)
-    assert all(pool.is_reserved(b) for b in expected_reserved)
+    assert all(is_reserved(pool, b) for b in expected_reserved)
     kv.check_integrity()
 
 
@@ -290,9 +291,9 @@ def test_reservation_counts_as_free_and_is_evicted_back_first() -> None:
     assert kv.allocate_slots(big, 26) is not None
     assert [kv.get_computed_blocks(r).num_tokens for r in (a, b, c)] == [6, 6, 0]
     kv.reserve_waiting_hits([c, b])  # a new order (a preemption): reserved again from scratch,
-    assert kv.pools[0].free_block_ids() == [3, 2, 1, 6, 5, 4]  # A's blocks go to the back of main
+    assert free_block_ids(kv.pools[0]) == [3, 2, 1, 6, 5, 4]  # A's blocks go to the back of main
     kv.drop_reservation()
-    assert kv.pools[0].num_reserved_blocks == 0 and kv.pools[0].free_block_ids() == [3, 2, 1, 6, 5, 4]
+    assert kv.pools[0].num_reserved_blocks == 0 and free_block_ids(kv.pools[0]) == [3, 2, 1, 6, 5, 4]
     kv.check_integrity()
 
 
@@ -312,6 +313,6 @@ def test_incremental_reservation_matches_the_queue_order(windows: list[str], exp
         kv.reserve_waiting_hits([waiting[name] for name in window])
     pool = kv.pools[0]
     cached = expected_main + expected_reserved
-    assert pool.free_block_ids()[-len(cached):] == cached
+    assert free_block_ids(pool)[-len(cached):] == cached
     assert pool.num_reserved_blocks == len(expected_reserved)
     kv.check_integrity()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hkv.runtime import NULL_BLOCK_ID, KVCacheManager, Request
 from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout, plant
+from rt_pool import is_cached_free
 
 N = NULL_BLOCK_ID
 TOKENS = list(range(100, 116))  # 16 tokens; requests add one more so max_len = 16
@@ -77,6 +78,6 @@ def test_hit_blocks_come_from_every_group_or_none() -> None:
     assert pool.ref_cnt[planted[1][3]] == 1 and pool.ref_cnt[planted[1][2]] == 0  # window only
     # The checkpoint at 16 was the copy source of the new live state; with one state block it
     # is released again at once and stays cached.
-    assert pool.is_cached_free(planted[2][3])
+    assert is_cached_free(pool, planted[2][3])
     assert kv.request_blocks(request).state_copies == [(2, planted[2][3], kv.block_ids(request)[2][-1])]
     kv.check_integrity()

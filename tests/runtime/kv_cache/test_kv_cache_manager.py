@@ -14,10 +14,11 @@ from hkv.runtime import (
     SlidingRetention,
 )
 from rt_layouts import FULL, RECURRENT, SLIDING, ids, make_group, make_layout, slot_mapping
+from rt_pool import free_block_ids
 
 
 def snapshot(kv: KVCacheManager) -> list[object]:
-    return [(p.free_block_ids(), list(p.ref_cnt), list(p.block_hash)) for p in kv.pools.values()]
+    return [(free_block_ids(p), list(p.ref_cnt), list(p.block_hash)) for p in kv.pools.values()]
 
 
 def test_allocation_that_does_not_fit_changes_nothing() -> None:
@@ -178,7 +179,7 @@ def test_lru_free_order(order: FreeOrder) -> None:
     assert ids(kv.allocate_slots(request, 4)) == [[1, 2], [3, 4]]
     request.num_computed_tokens = 4
     kv.free(request)
-    cached = [b for b in kv.pools[0].free_block_ids() if kv.pools[0].block_hash[b] is not None]
+    cached = [b for b in free_block_ids(kv.pools[0]) if kv.pools[0].block_hash[b] is not None]
     assert cached == ([2, 1, 4, 3] if order is FreeOrder.GROUP_BY_GROUP else [4, 3, 2, 1])
     kv.check_integrity()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hkv.runtime import NULL_BLOCK_ID, KVCacheManager, Request
 from rt_layouts import RECURRENT, hit_len, ids, lone_manager, make_group, make_layout
+from rt_pool import free_block_ids, is_cached_free
 
 N = NULL_BLOCK_ID
 
@@ -44,7 +45,7 @@ def test_one_state_block_lifecycle() -> None:
     # position 2. With one state block, 1 is released first (cached: LRU back) and 2 is popped.
     assert ids(kv.allocate_slots(a, 2)) == [[2]]
     assert kv.block_ids(a) == [[N, N, 2]] and kv.request_blocks(a).state_copies == [(0, 1, 2)]
-    assert pool.free_block_ids() == [3, 4, 5, 6, 7, 1] and pool.is_cached_free(1)
+    assert free_block_ids(pool) == [3, 4, 5, 6, 7, 1] and is_cached_free(pool, 1)
     a.num_computed_tokens = 10
     kv.check_integrity()
 
@@ -55,7 +56,7 @@ def test_one_state_block_lifecycle() -> None:
     # Touch 1, release it again (one state block), pop 3; the runner copies 1 -> 3.
     assert ids(kv.allocate_slots(b, 3, 8, hit)) == [[3]]
     assert kv.block_ids(b) == [[N, N, 3]] and kv.request_blocks(b).state_copies == [(0, 1, 3)]
-    assert pool.is_cached_free(1)
+    assert is_cached_free(pool, 1)
     kv.check_integrity()
     kv.free(a)
     kv.free(b)
@@ -73,7 +74,7 @@ def test_two_state_blocks_keep_the_source_until_the_next_step() -> None:
     a.num_computed_tokens = 10
     kv.allocate_slots(a, 1)  # 10 computed: position 1 is no longer needed
     assert kv.block_ids(a) == [[N, N, 2]]
-    assert kv.pools[0].is_cached_free(1) and kv.stats().num_early_released_blocks == (1,)
+    assert is_cached_free(kv.pools[0], 1) and kv.stats().num_early_released_blocks == (1,)
     kv.check_integrity()
 
 
