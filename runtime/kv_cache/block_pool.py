@@ -212,7 +212,7 @@ class BlockPool:
         self._queue.unprotect(block_ids)
 
     def warm(self, block_ids: Sequence[int]) -> None:
-        """Move the given blocks that are in the cold segment (see release_early) to the back of
+        """Move the given blocks that are in the cold segment (see release_to) to the back of
         the main segment; others are left where they are."""
         self._queue.warm(block_ids)
 

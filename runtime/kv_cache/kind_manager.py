@@ -2,7 +2,8 @@
 
 A manager is stateless apart from counters: a request's blocks for its group live in
 `rb.block_ids[group_id]` (rb: the request's RequestBlocks, owned by the KVCacheManager), indexed
-by block position. What differs between kinds is which leading blocks a request no longer needs once `num_computed` tokens are computed:
+by block position. What differs between kinds is which leading blocks a request no longer
+needs once `num_computed` tokens are computed:
 
     num_skipped_blocks(num_computed) = k   ->   block_ids[g][:k] are (or become) the null block
 
@@ -132,7 +133,8 @@ class KindManager:
         num_held = len(rb.block_ids[self.group_id]) + len(hit_blocks)
         return max(0, cdiv(num_tokens, self.block_size) - num_held)
 
-    def allocate_new_blocks(self, rb: RequestBlocks, num_tokens: int, num_main_tokens: int) -> list[list[int]]:
+    def allocate_new_blocks(self, rb: RequestBlocks, num_tokens: int,
+                            num_main_tokens: int) -> list[list[int]]:
         """Append blocks so every table of the batch covers `num_tokens` tokens; returns the new
         block ids per group. The caller has checked `num_blocks_to_allocate` against the pool."""
         tables = rb.block_ids

@@ -11,7 +11,6 @@ them), so Gemma-3's six sliding groups cost one lookup.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from math import gcd, lcm
 
 from hkv.model_specs.cache_spec import CacheKind
@@ -84,8 +83,9 @@ class KVCacheCoordinator:
                 self.leads.append(manager)
         self._lead_pool_index = [self._pool_index[id(m.pool)] for m in self.leads]
         self._skipping_leads = [m for m in self.leads if m.next_release_len(0) is not None]
-        self._closed_batches = [b for b in batches if b.manager.hits_downward_closed]
-        self._open_batches = [b for b in batches if not b.manager.hits_downward_closed]
+        # The lookup batches whose kinds accept downward-closed hits (full attention), the others.
+        self.closed_batches = [b for b in batches if b.manager.hits_downward_closed]
+        self.open_batches = [b for b in batches if not b.manager.hits_downward_closed]
 
     def set_eviction(self, eviction: Eviction) -> None:
         """Let every manager release blocks through this policy (see Eviction.release_early)."""
@@ -98,7 +98,7 @@ class KVCacheCoordinator:
         """Longest hit (aligned, <= max_len) of the downward-closed kinds alone (full attention)."""
         alignment = self.hit_alignment
         hit = max_len // alignment * alignment
-        for batch in self._closed_batches:
+        for batch in self.closed_batches:
             hit = batch.longest_hit_len(block_hashes, hit, alignment)
         return hit
 
@@ -114,7 +114,7 @@ class KVCacheCoordinator:
             hit = self.closed_hit_len(block_hashes, max_len)
         else:
             hit = min(max_len, closed_len) // alignment * alignment
-        batches = self._open_batches
+        batches = self.open_batches
         num_batches = len(batches)
         num_accepting, i = 0, 0
         while num_accepting < num_batches and hit > 0:
@@ -142,8 +142,8 @@ class KVCacheCoordinator:
         """The prefix hash where a request's hit ends: that of the last block of its
         full-attention hit (`closed_len`) in the first downward-closed group, or of its hybrid
         hit (`hit_len`) in group 0 when no group is downward-closed; None for an empty hit."""
-        if self._closed_batches:
-            m, hit_point = self._closed_batches[0].manager, closed_len
+        if self.closed_batches:
+            m, hit_point = self.closed_batches[0].manager, closed_len
         else:
             m, hit_point = self.managers[0], hit_len
         num_blocks = hit_point // m.block_size

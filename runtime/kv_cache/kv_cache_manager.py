@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from hkv.planner.layout import Layout
 from hkv.runtime.kv_cache.block_hash import BlockHasher
-from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.kv_cache.block_pool import BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
 from hkv.runtime.kv_cache.cache_stats import CacheStats
 from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks

@@ -9,8 +9,8 @@ last entry); every other position is null unless it holds a checkpoint:
 
 When a step ends exactly on a boundary (n % block_size == 0) the live block holds the state at
 n; the next allocation moves the live state to a new block (the kernel copies, see
-`RequestBlocks.state_copies`) and the old block is cached under the hash at n: a checkpoint. A hit of
-p tokens needs only the checkpoint at p. A request holds at most `num_state_blocks` blocks: with
+`RequestBlocks.state_copies`) and the old block is cached under the hash at n: a checkpoint. A
+hit of p tokens needs only the checkpoint at p. A request holds at most `num_state_blocks` blocks: with
 one, the previous state is released before the next is allocated (it stays cached if it is a
 checkpoint, else it is usually popped straight back, i.e. updated in place).
 """
@@ -66,7 +66,8 @@ class RecurrentStateManager(KindManager):
         num_returned = sum(ref == 1 for _, ref in held[:num_released])
         return 1 - num_returned
 
-    def allocate_new_blocks(self, rb: RequestBlocks, num_tokens: int, num_main_tokens: int) -> list[list[int]]:
+    def allocate_new_blocks(self, rb: RequestBlocks, num_tokens: int,
+                            num_main_tokens: int) -> list[list[int]]:
         """(Recurrent groups are batches of one.)"""
         gid = self.group_id
         blocks = rb.block_ids[gid]

@@ -60,7 +60,7 @@ def test_identical_groups_share_one_lookup() -> None:
     max_len 8: p = 8 needs position 3 (g1 lacks it) -> p = 6 needs position 2."""
     groups = [make_group(SLIDING, 2, window=3), make_group(SLIDING, 2, window=3)]
     kv = KVCacheManager(make_layout(groups, [32], max_model_len=32))
-    assert len(kv.coordinator._open_batches) == 1
+    assert len(kv.coordinator.open_batches) == 1
     plant(kv, TOKENS, 0, {0, 1, 2, 3})
     plant(kv, TOKENS, 1, {0, 1, 2})
     assert kv.get_computed_blocks(Request("r", TOKENS[:9], 1)).num_tokens == 6
