@@ -22,7 +22,8 @@ HitOf = Callable[[Request], HitBlocks | None]  # a waiting request's hit blocks 
 
 
 class Eviction:
-    """The interface; LruEviction and GroupAwareEviction implement it."""
+    """The interface; LruEviction and GroupAwareEviction implement it (a plain base class
+    rather than an ABC or Protocol: mypyc compiles it and its subclasses to native classes)."""
 
     def note_admission(self, rb: RequestBlocks, hit_len: int) -> None:
         """`rb`'s request is admitted with a prefix hit of `hit_len` tokens (`rb.closed_hit_len`

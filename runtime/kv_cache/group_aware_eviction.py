@@ -75,8 +75,7 @@ class GroupAwareEviction(Eviction):
     def __init__(self, coordinator: KVCacheCoordinator, config: CacheConfig) -> None:
         self.coordinator = coordinator
         self.enable_caching = config.enable_caching
-        self._managers_of_pool = [[m for m in coordinator.managers if m.pool is pool]
-                                  for pool in coordinator.pool_list]
+        self._managers_of_pool = coordinator.managers_of_pool
         # A live hit point holds at least one cached block: no more of them than blocks.
         num_blocks = sum(pool.num_usable_blocks for pool in coordinator.pool_list)
         self._hit_points = HitPointCounter(max(1, num_blocks))

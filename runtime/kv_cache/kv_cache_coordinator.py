@@ -65,6 +65,7 @@ class KVCacheCoordinator:
         self.pool_list = [pools[p.pool_id] for p in layout.pools if layout.groups_of(p.pool_id)]
         self._pool_index = {id(pool): i for i, pool in enumerate(self.pool_list)}
         self.pool_index_of_group = [self._pool_index[id(m.pool)] for m in self.managers]
+        self.managers_of_pool = [[m for m in self.managers if m.pool is pool] for pool in self.pool_list]
         by_key: dict[tuple[object, ...], list[KindManager]] = {}
         for group, manager in zip(layout.groups, self.managers, strict=True):
             by_key.setdefault(_batch_key(group), []).append(manager)

@@ -20,8 +20,7 @@ class LruEviction(Eviction):
     def __init__(self, coordinator: KVCacheCoordinator, config: CacheConfig) -> None:
         self.coordinator = coordinator
         self.free_order = config.free_order
-        self._managers_of_pool = [[m for m in coordinator.managers if m.pool is pool]
-                                  for pool in coordinator.pool_list]
+        self._managers_of_pool = coordinator.managers_of_pool
 
     def note_admission(self, rb: RequestBlocks, hit_len: int) -> None:
         """Plain LRU keeps no record of hits."""
