@@ -2,14 +2,8 @@
 
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.live.block_tables import BlockTables
-from hkv.runtime.kv_cache.cache_config import (
-    CacheConfig,
-    CacheTiming,
-    DuplicateBlocks,
-    EvictionPolicy,
-    FreeOrder,
-    SlidingRetention,
-)
+from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
+from hkv.runtime.kv_cache.vllm_compat import CacheTiming, DuplicateBlocks, FreeOrder, SlidingRetention
 from hkv.runtime.kv_cache.cache_stats import CacheStats
 from hkv.runtime.kv_cache.capacity_probe import probe_capacity
 from hkv.runtime.errors import OutOfBlocksError, RequestTooLongError, RuntimeCacheError

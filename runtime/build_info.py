@@ -18,7 +18,8 @@ COMPILED_MODULES = (
     "kv_cache.free_block_queue", "kv_cache.block_pool", "kv_cache.block_hash",
     "kv_cache.hit_point_counter", "kv_cache.kind_manager", "kv_cache.full_attention_manager",
     "kv_cache.sliding_window_manager", "kv_cache.chunked_local_manager",
-    "kv_cache.recurrent_state_manager", "kv_cache.kv_cache_coordinator", "kv_cache.lru_eviction",
+    "kv_cache.recurrent_state_manager", "kv_cache.kv_cache_coordinator", "kv_cache.request_blocks",
+    "kv_cache.eviction", "kv_cache.lru_eviction",
     "kv_cache.group_aware_eviction", "kv_cache.kv_cache_manager",
     "scheduler.scheduler", "scheduler.scheduler_output", "simulation.simulator",
 )

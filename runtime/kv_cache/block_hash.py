@@ -47,12 +47,6 @@ class BlockHasher:
             raise ValueError(f"hash_block_size must be >= 1, got {hash_block_size}")
         self.hash_block_size = hash_block_size
 
-    def hash_tokens(self, token_ids: list[int], cache_salt: str | None = None) -> list[bytes]:
-        """Hashes of every full hash block of `token_ids` (for tests and offline use)."""
-        request = Request("hash", token_ids, max_output_len=1, cache_salt=cache_salt)
-        self.extend(request)
-        return request.block_hashes
-
     def extend(self, request: Request) -> None:
         """Hash each full hash block of the request's tokens that has no hash yet. Each block is
         hashed once over the request's lifetime; cost is O(new tokens)."""

@@ -9,8 +9,8 @@ Block states (every usable block is in exactly one):
     free         ref_cnt == 0, queued, no hash, no group
     cached-free  ref_cnt == 0, queued, hashed under (block hash, group id): a prefix-cache entry
                  that is reused on a hit and evicted (hash dropped) when popped for allocation;
-                 protected or cold if a running request released it early (see release_early),
-                 reserved if a request waiting at the head of the queue would hit it (see reserve)
+                 in the cold, main, reserved or protected segment of the free queue: the
+                 eviction policy picks the segment (see release_to, reserve, unprotect)
 
 With `keep_duplicates` (vLLM's map) several blocks may hold one (block hash, group id) key: the
 earliest registered one still cached serves hits, the later ones wait in `_duplicates` in
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from hkv.runtime.kv_cache.free_block_queue import FreeBlockQueue
+from hkv.runtime.kv_cache.free_block_queue import FreeBlockQueue, FreeSegment
 
 NULL_BLOCK_ID = 0
 
@@ -47,8 +47,6 @@ class BlockPool:
         self.keep_duplicates = keep_duplicates
         self._duplicates: list[dict[bytes, list[int]]] = [{} for _ in range(num_groups)]
         self._queue = FreeBlockQueue(num_blocks, range(1, num_blocks))
-        self.protect_early_releases = False  # see release_early; set by group-aware eviction
-        self._protected_by: list[list[int] | None] = [None] * num_blocks  # the owner list, see release_early
 
     @property
     def num_usable_blocks(self) -> int:
@@ -73,8 +71,11 @@ class BlockPool:
         (reserved blocks count: a reservation only orders evictions)."""
         return len(self._queue) - self._queue.num_protected
 
-    def get_cached_block(self, block_hash: bytes, group_id: int) -> int | None:
-        return self._cached[group_id].get(block_hash)
+    def free_segments(self) -> dict[FreeSegment, list[int]]:
+        """The free and cached-free block ids of each segment of the free queue, segments and
+        blocks in the order allocations take them (see FreeBlockQueue). Copies; O(num_blocks):
+        a read-only view for checks, not for hot paths."""
+        return self._queue.segments()
 
     def cached_map(self, group_id: int) -> dict[bytes, int]:
         """The live hash -> block id map of a group; read it, never mutate it."""
@@ -159,38 +160,20 @@ class BlockPool:
             self._queue.remove_many(free)
             self.num_in_use_by_group[group_id] += len(free)
 
-    def release(self, block_id: int) -> None:
-        """Drop one reference. At zero the block is queued: cached ones at the back of the main
-        segment (LRU), uncached ones at the front (reused first)."""
-        self.release_blocks((block_id,))
-
     def release_blocks(self, block_ids: Sequence[int]) -> None:
-        """`release` the blocks as one batch (vLLM's free_blocks), in eviction priority order:
-        the cached ones reaching zero are appended in that order, the uncached ones put in front
-        in that order (the first one is reused first). Null blocks are skipped."""
+        """Drop one reference per block, as one batch (vLLM's free_blocks), in eviction priority
+        order: the cached ones reaching zero are appended to the back of the main segment (LRU)
+        in that order, the uncached ones put in front in that order (the first one is reused
+        first). Null blocks are skipped."""
         self._release(block_ids, queue_cached=True)
 
-    def release_early(self, block_ids: Sequence[int], owner: list[int], protect: bool) -> None:
-        """`release` blocks a request frees while it keeps running (out of its window, an old
-        state). Without `protect_early_releases` that is all (vLLM). With it, cached ones that
-        reach zero go, when `protect`, to the protected segment (evicted only after every
-        unprotected one) and are appended to `owner` (the request's list of blocks it protected
-        in this pool, see `unprotect`); otherwise to the cold segment (evicted before every
-        other cached block)."""
-        if not self.protect_early_releases:
-            self._release(block_ids, queue_cached=True)
-            return
+    def release_to(self, block_ids: Sequence[int], segment: FreeSegment) -> list[int]:
+        """`release_blocks`, except that the cached blocks reaching zero go, in order, to the
+        back of `segment` of the free queue; returns them."""
         cached = self._release(block_ids, queue_cached=False)
-        if not cached:
-            return
-        if not protect:
-            self._queue.extend_cold(cached)
-            return
-        self._queue.extend_protected(cached)
-        setitem = self._protected_by.__setitem__
-        for block_id in cached:
-            setitem(block_id, owner)
-        owner.extend(cached)
+        if cached:
+            self._queue.extend_segment(segment, cached)
+        return cached
 
     def _release(self, block_ids: Sequence[int], queue_cached: bool) -> list[int]:
         """Drop one reference per block; queue the uncached ones reaching zero at the front and,
@@ -223,20 +206,15 @@ class BlockPool:
             return []
         return cached
 
-    def unprotect(self, owner: list[int]) -> None:
-        """Move the blocks `owner` protected (see release_early) that are still protected on its
-        behalf to the back of the main segment. A block it protected that was since evicted and
-        protected again by another request stays protected for that one."""
-        protected_by = self._protected_by
-        self._queue.unprotect([b for b in owner if protected_by[b] is owner])
+    def unprotect(self, block_ids: Sequence[int]) -> None:
+        """Move the given blocks that are in the protected segment to the back of the main
+        segment; others are left where they are."""
+        self._queue.unprotect(block_ids)
 
     def warm(self, block_ids: Sequence[int]) -> None:
-        """Move the given blocks that are in the cold segment (see release_early) to the back of
+        """Move the given blocks that are in the cold segment (see release_to) to the back of
         the main segment; others are left where they are."""
         self._queue.warm(block_ids)
-
-    def is_cold(self, block_id: int) -> bool:
-        return self._queue.is_cold(block_id)
 
     def reserve(self, block_ids: Sequence[int]) -> None:
         """Make the reserved segment (evicted after the main segment, before the protected one)
@@ -250,12 +228,6 @@ class BlockPool:
         reserved segment, in order, ahead of those reserved before (see
         FreeBlockQueue.reserve_front); others are skipped."""
         self._queue.reserve_front(block_ids)
-
-    def is_reserved(self, block_id: int) -> bool:
-        return self._queue.is_reserved(block_id)
-
-    def is_protected(self, block_id: int) -> bool:
-        return self._queue.is_protected(block_id)
 
     def cache_block(self, block_id: int, block_hash: bytes, group_id: int) -> bool:
         """Register an in-use block under (block_hash, group_id). Returns False (no change) if the
@@ -310,9 +282,6 @@ class BlockPool:
             return len(blocks) - num_free
         return len(blocks) - num_free + self._queue.count_protected(blocks)
 
-    def is_cached_free(self, block_id: int) -> bool:
-        return self.ref_cnt[block_id] == 0 and self.block_hash[block_id] is not None
-
     def check_integrity(self, references: Sequence[tuple[int, int]]) -> None:
         """Verify every invariant of the pool against the live `references`, one
         (block id, group id) pair per reference a request holds. Raises AssertionError."""
@@ -329,7 +298,7 @@ class BlockPool:
         num_free = num_cached_free = num_in_use = 0
         in_use_by_group = [0] * len(self.num_in_use_by_group)
         queued_blocks = set(self._queue)
-        front = set(self._queue._front)
+        front = set(self._queue.segments()[FreeSegment.FRONT])
         for block_id in range(1, self.num_blocks):
             ref = self.ref_cnt[block_id]
             assert ref == counts[block_id], (

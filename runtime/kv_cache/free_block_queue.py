@@ -4,11 +4,11 @@ The front is evicted/reused first, the back last. Blocks are only ever inserted 
 appended at the back of a segment, and removed from the front or from anywhere (a hit), so the
 queue is five containers:
 
-    front (a list used as a stack: its LAST item is the queue's first)   b3 b7          <- appendleft
-    cold  (an ordered dict, insertion order = queue order)               b6             <- extend_cold
-    main  (an ordered dict)                                              b1 b9 b4       <- append
-    reserved (an ordered dict)                                           b5 b11         <- reserve, reserve_front
-    protected (an ordered dict)                                          b2 b8          <- append_protected
+    front (a list used as a stack: its LAST item is the queue's first)   b3 b7     <- extendleft
+    cold  (an ordered dict, insertion order = queue order)               b6        <- extend_segment
+    main  (an ordered dict)                                              b1 b9 b4  <- extend
+    reserved (an ordered dict)                                           b5 b11    <- reserve, reserve_front
+    protected (an ordered dict)                                          b2 b8     <- extend_segment
 
     queue order:  b7 b3 | b6 | b1 b9 b4 | b5 b11 | b2 b8
 
@@ -29,7 +29,20 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
+from enum import Enum
 from itertools import chain, islice
+
+
+class FreeSegment(str, Enum):
+    """The segments of the queue, in queue order (see the module docstring). Released blocks
+    are queued at the back of COLD, MAIN or PROTECTED (`extend_segment`); FRONT and RESERVED
+    have their own entry points (`extendleft`, `reserve`)."""
+
+    FRONT = "front"  # uncached free blocks: reused first
+    COLD = "cold"  # evicted before every other cached block
+    MAIN = "main"  # least recently used first
+    RESERVED = "reserved"  # the hits of the requests waiting at the head of the queue
+    PROTECTED = "protected"  # evicted after everything else
 
 
 class FreeBlockQueue:
@@ -44,6 +57,8 @@ class FreeBlockQueue:
         self._main: OrderedDict[int, None] = OrderedDict()
         self._reserved: OrderedDict[int, None] = OrderedDict()
         self._protected: OrderedDict[int, None] = OrderedDict()
+        self._segments = {FreeSegment.COLD: self._cold, FreeSegment.MAIN: self._main,
+                          FreeSegment.PROTECTED: self._protected}
 
     def __len__(self) -> int:
         return (len(self._front) + len(self._cold) + len(self._main) + len(self._reserved)
@@ -73,28 +88,14 @@ class FreeBlockQueue:
         protected = self._protected
         return sum(1 for block_id in block_ids if block_id in protected)
 
-    def append(self, block_id: int) -> None:
-        """Queue `block_id` at the back of the main segment. It must not be queued."""
-        assert block_id not in self, f"block {block_id} is already free"
-        self._main[block_id] = None
-
     def extend(self, block_ids: Iterable[int]) -> None:
         """`append` each block in order (not checked: check_integrity catches a block queued twice)."""
         self._extend(self._main, block_ids)
 
-    def extend_cold(self, block_ids: Iterable[int]) -> None:
-        """Queue each block in order at the back of the cold segment: after the uncached front,
-        before every block of the main segment (not checked)."""
-        self._extend(self._cold, block_ids)
-
-    def append_protected(self, block_id: int) -> None:
-        """Queue `block_id` at the back of the protected segment (evicted last)."""
-        assert block_id not in self, f"block {block_id} is already free"
-        self._protected[block_id] = None
-
-    def extend_protected(self, block_ids: Iterable[int]) -> None:
-        """`append_protected` each block in order (not checked)."""
-        self._extend(self._protected, block_ids)
+    def extend_segment(self, segment: FreeSegment, block_ids: Iterable[int]) -> None:
+        """Queue each block in order at the back of `segment` (COLD, MAIN or PROTECTED; not
+        checked: check_integrity catches a block queued twice)."""
+        self._extend(self._segments[segment], block_ids)
 
     @staticmethod
     def _extend(segment: OrderedDict[int, None], block_ids: Iterable[int]) -> None:
@@ -102,19 +103,9 @@ class FreeBlockQueue:
         for block_id in block_ids:
             segment[block_id] = None
 
-    def appendleft(self, block_id: int) -> None:
-        """Queue `block_id` at the front (reused first). It must not be queued."""
-        assert block_id not in self, f"block {block_id} is already free"
-        self._front.append(block_id)
-
     def extendleft(self, block_ids: Iterable[int]) -> None:
         """`appendleft` each block in order, the last one ends up first (not checked)."""
         self._front.extend(block_ids)
-
-    def remove(self, block_id: int) -> None:
-        """Unlink a queued block from anywhere in the queue."""
-        assert block_id in self, f"block {block_id} is not free"
-        self.remove_many((block_id,))
 
     def remove_many(self, block_ids: Iterable[int]) -> None:
         """`remove` each queued block (ValueError for one that is not queued)."""
@@ -139,7 +130,7 @@ class FreeBlockQueue:
     def move_many_to_front(self, block_ids: Iterable[int]) -> None:
         """`move_to_front` each queued block in order (the last one ends up first)."""
         for block_id in block_ids:
-            self.remove(block_id)
+            self.remove_many((block_id,))
             self._front.append(block_id)
 
     def unprotect(self, block_ids: Iterable[int]) -> None:
@@ -201,10 +192,6 @@ class FreeBlockQueue:
             return False
         return True
 
-    def popleft(self) -> int:
-        """Unlink and return the front block id. The queue must not be empty."""
-        return self.popleft_n(1)[0]
-
     def popleft_n(self, num_blocks: int) -> list[int]:
         """Unlink and return the first `num_blocks` block ids in queue order (front, cold, main,
         reserved, protected)."""
@@ -229,6 +216,12 @@ class FreeBlockQueue:
             if not remaining:
                 break
         return block_ids
+
+    def segments(self) -> dict[FreeSegment, list[int]]:
+        """Each segment's block ids front to back, in queue order (copies; not for hot paths)."""
+        return {FreeSegment.FRONT: self._front[::-1], FreeSegment.COLD: list(self._cold),
+                FreeSegment.MAIN: list(self._main), FreeSegment.RESERVED: list(self._reserved),
+                FreeSegment.PROTECTED: list(self._protected)}
 
     def __iter__(self) -> Iterator[int]:
         """Front to back: front, cold, main, reserved, protected. Not for hot paths."""

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from itertools import takewhile
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.runtime.kv_cache.kind_manager import IsCached, KindManager
+from hkv.runtime.kv_cache.kind_manager import KindManager
 
 
 class FullAttentionManager(KindManager):
@@ -18,14 +18,6 @@ class FullAttentionManager(KindManager):
 
     def next_release_len(self, num_computed: int) -> int | None:
         return None
-
-    def longest_hit_len(self, is_cached: IsCached, max_len: int, alignment: int) -> int:
-        """Scan left to right and stop at the first miss, then round down to `alignment`."""
-        num_blocks = max_len // self.block_size
-        pos = 0
-        while pos < num_blocks and is_cached(pos):
-            pos += 1
-        return pos * self.block_size // alignment * alignment
 
     def longest_hit_len_in(self, maps: Sequence[Mapping[bytes, int]], block_hashes: Sequence[bytes],
                            max_len: int, alignment: int) -> int:

@@ -52,15 +52,17 @@ them); looking all eight up again whenever they changed (the first prototype: 30
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 
-from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
-from hkv.runtime.kv_cache.cache_config import FreeOrder
+from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.kv_cache.cache_config import CacheConfig
+from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks, HitOf
+from hkv.runtime.kv_cache.free_block_queue import FreeSegment
 from hkv.runtime.kv_cache.hit_point_counter import HitPointCounter
 from hkv.runtime.kv_cache.kind_manager import KindManager
-from hkv.runtime.kv_cache.kv_cache_coordinator import HitBlocks, KVCacheCoordinator
-from hkv.runtime.kv_cache.lru_eviction import LruEviction
+from hkv.runtime.kv_cache.kv_cache_coordinator import KVCacheCoordinator
+from hkv.runtime.kv_cache.request_blocks import RequestBlocks
 from hkv.runtime.request import Request
 
 
@@ -69,23 +71,67 @@ from hkv.runtime.request import Request
 RESERVED_SHARE = 0.5
 
 
-class GroupAwareEviction(LruEviction):
-    def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool,
-                 free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST) -> None:
-        super().__init__(coordinator, enable_caching, free_order)  # free_order: not used here
+class GroupAwareEviction(Eviction):
+    def __init__(self, coordinator: KVCacheCoordinator, config: CacheConfig) -> None:
+        self.coordinator = coordinator
+        self.enable_caching = config.enable_caching
+        self._managers_of_pool = coordinator.managers_of_pool
         # A live hit point holds at least one cached block: no more of them than blocks.
         num_blocks = sum(pool.num_usable_blocks for pool in coordinator.pool_list)
         self._hit_points = HitPointCounter(max(1, num_blocks))
-        for pool in coordinator.pool_list:
-            pool.protect_early_releases = enable_caching
+        # Per pool id, per block: the owner list (RequestBlocks.protected_block_ids[g]) of the
+        # request that last protected it (see release_early, _unprotect).
+        self._protected_by: dict[int, list[list[int] | None]] = {
+            pool.pool_id: [None] * pool.num_blocks for pool in coordinator.pool_list}
+        self._reserved_for: tuple[str, ...] = ()  # ids of the waiting requests reserved, head first
 
-    def note_admission(self, request: Request, hit_len: int) -> None:
+    def note_admission(self, rb: RequestBlocks, hit_len: int) -> None:
         """Count the request's hit point and decide whether what it releases early is protected
         (its hit ends where another request's did) or cold."""
-        prefix_hash = self.coordinator.hit_point_hash(request.block_hashes, request.closed_hit_len, hit_len)
-        request.protects_early_releases = prefix_hash is not None and self._hit_points.count(prefix_hash) >= 2
+        prefix_hash = self.coordinator.hit_point_hash(rb.request.block_hashes, rb.closed_hit_len, hit_len)
+        rb.protects_early_releases = prefix_hash is not None and self._hit_points.count(prefix_hash) >= 2
 
-    def reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
+    def release_early(self, rb: RequestBlocks, pool: BlockPool, group_id: int, block_ids: list[int]) -> None:
+        """With caching off, as LRU. Otherwise the cached blocks that become free go to the
+        protected segment if the request protects its early releases (they are appended to its
+        owner list `rb.protected_block_ids[group_id]`), else to the cold segment."""
+        if not self.enable_caching:
+            pool.release_blocks(block_ids)
+        elif not rb.protects_early_releases:
+            pool.release_to(block_ids, FreeSegment.COLD)
+        else:
+            protected = pool.release_to(block_ids, FreeSegment.PROTECTED)
+            if protected:
+                owner = rb.protected_block_ids[group_id]
+                setitem = self._protected_by[pool.pool_id].__setitem__
+                for block_id in protected:
+                    setitem(block_id, owner)
+                owner.extend(protected)
+
+    def note_waiting(self, first: Sequence[Request], hit_of: HitOf) -> None:
+        """Reserve the hits of the requests at the head of the waiting queue (`first`, head
+        first; see rule 4). Incremental: when the requests reserved before, less the ones
+        admitted from the head, still lead the queue, only the requests behind them are looked
+        up and reserved ahead of the others (`_reserve_more`); otherwise (a preempted request
+        went first) every hit is looked up again (`_reserve_hits`). The blocks of a reservation
+        that are hit, evicted or released meanwhile simply leave it."""
+        reserved_for = tuple(r.request_id for r in first)
+        old = self._reserved_for
+        if reserved_for == old:
+            return
+        self._reserved_for = reserved_for
+        if old and reserved_for:
+            queued = set(reserved_for)
+            num_gone = 0  # admitted since: they led the queue
+            while num_gone < len(old) and old[num_gone] not in queued:
+                num_gone += 1
+            kept = old[num_gone:]
+            if reserved_for[:len(kept)] == kept:
+                self._reserve_more(_hits(first[len(kept):], hit_of))
+                return
+        self._reserve_hits(_hits(first, hit_of))
+
+    def _reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
         """Reserve the cached-free blocks of the hits of the requests waiting at the head of the
         queue (`hits`: head first): they are evicted after the main segment, the hits of
         requests further back first, the head's last; within a hit, by descending position
@@ -110,10 +156,10 @@ class GroupAwareEviction(LruEviction):
         for i, pool in enumerate(pools):
             pool.reserve(list(chain.from_iterable(per_pool[i] for per_pool in reserved)))
 
-    def reserve_more(self, hits: Iterable[HitBlocks]) -> None:
+    def _reserve_more(self, hits: Iterable[HitBlocks]) -> None:
         """Reserve the hits of requests that joined the back of the reserved ones (`hits`: in
         queue order), each ahead of everything reserved before (evicted first), which keeps
-        reserve_hits' order. Blocks reserved already stay with their earlier request; a request
+        _reserve_hits' order. Blocks reserved already stay with their earlier request; a request
         whose blocks would take a pool past RESERVED_SHARE is left out."""
         pools = self.coordinator.pool_list
         for hit in hits:
@@ -130,20 +176,28 @@ class GroupAwareEviction(LruEviction):
         return [[b for b in self._tail_first(hit, managers) if b != NULL_BLOCK_ID and not pool.ref_cnt[b]]
                 for managers, pool in zip(self._managers_of_pool, self.coordinator.pool_list, strict=True)]
 
-    def free_request(self, request: Request) -> None:
+    def free_request(self, rb: RequestBlocks) -> None:
         """Warm the cold blocks the hit at the request's final length needs (a window's first
         block, the last checkpoint: released early, yet what its next turn hits), release every
         held block in descending token position across groups, then let the blocks it protected
         age behind them."""
         if self.enable_caching:
             alignment = self.coordinator.hit_alignment
-            final_len = request.num_computed_tokens // alignment * alignment
-            for pool, block_id in self.coordinator.released_hit_blocks(request, final_len):
+            final_len = rb.request.num_computed_tokens // alignment * alignment
+            for pool, block_id in self.coordinator.released_hit_blocks(rb, final_len):
                 pool.warm((block_id,))
         for managers in self._managers_of_pool:
             if managers:
-                managers[0].pool.release_blocks(self._tail_first(request.block_ids, managers))
-        self.coordinator.unprotect(request)
+                managers[0].pool.release_blocks(self._tail_first(rb.block_ids, managers))
+        self._unprotect(rb)
+
+    def _unprotect(self, rb: RequestBlocks) -> None:
+        """The request stops: the blocks it protected age like everything else, except those
+        that were since evicted and protected again by another request (still that one's)."""
+        for m, owner in zip(self.coordinator.managers, rb.protected_block_ids, strict=True):
+            if owner:
+                protected_by = self._protected_by[m.pool.pool_id]
+                m.pool.unprotect([b for b in owner if protected_by[b] is owner])
 
     @staticmethod
     def _tail_first(block_ids: Sequence[Sequence[int]], managers: list[KindManager]) -> list[int]:
@@ -159,3 +213,11 @@ class GroupAwareEviction(LruEviction):
                  for pos, block_id in enumerate(block_ids[m.group_id]) if block_id != NULL_BLOCK_ID]
         keyed.sort(reverse=True)
         return [block_id for _, _, block_id in keyed]
+
+
+def _hits(requests: Iterable[Request], hit_of: HitOf) -> Iterator[HitBlocks]:
+    """The hit blocks of each request with a hit, looked up when consumed."""
+    for request in requests:
+        hit = hit_of(request)
+        if hit is not None:
+            yield hit

@@ -1,8 +1,9 @@
 """KindManager: the per-group block policy of one cache kind (the base of the four managers).
 
 A manager is stateless apart from counters: a request's blocks for its group live in
-`request.block_ids[group_id]`, indexed by block position. What differs between kinds is which
-leading blocks a request no longer needs once `num_computed` tokens are computed:
+`rb.block_ids[group_id]` (rb: the request's RequestBlocks, owned by the KVCacheManager), indexed
+by block position. What differs between kinds is which leading blocks a request no longer
+needs once `num_computed` tokens are computed:
 
     num_skipped_blocks(num_computed) = k   ->   block_ids[g][:k] are (or become) the null block
 
@@ -17,7 +18,7 @@ one. They treat the groups in group order, as separate calls would.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import takewhile
 from operator import and_
 from typing import ClassVar
@@ -26,10 +27,8 @@ from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import KVCacheGroup, cdiv
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig
-from hkv.runtime.request import Request
-
-IsCached = Callable[[int], bool]  # block position -> cached in every group of a lookup batch
-
+from hkv.runtime.kv_cache.eviction import Eviction
+from hkv.runtime.kv_cache.request_blocks import RequestBlocks
 
 class KindManager:
     """Block policy of one KV cache group; subclasses set `kind` and `num_skipped_blocks`."""
@@ -41,6 +40,8 @@ class KindManager:
     # True when every hit of p > 0 needs the block before p (num_skipped_blocks(p) < p / size);
     # set by the kinds where it holds, it lets longest_hit_len_in skip candidates.
     nonempty_windows: bool = False
+    # Where released blocks go: set by the coordinator (KVCacheCoordinator.set_eviction).
+    eviction: Eviction
 
     def __init__(self, group: KVCacheGroup, group_id: int, pool: BlockPool, hash_block_size: int,
                  config: CacheConfig) -> None:
@@ -70,34 +71,15 @@ class KindManager:
 
     # ---- prefix-cache lookup (reads only) ---------------------------------------------------
 
-    def longest_hit_len(self, is_cached: IsCached, max_len: int, alignment: int) -> int:
-        """Longest hit p <= max_len, p a multiple of `alignment` (itself a multiple of
-        block_size), whose needed blocks are all cached. 0 always qualifies.
-
-        Scans right to left: the candidate end e (in blocks) drops below the first miss, and
-        every block position is probed at most once.
-        """
-        size = self.block_size
-        step = alignment // size
-        end = max_len // alignment * step
-        pos = end - 1
-        while end > 0:
-            first = self.num_skipped_blocks(end * size)
-            while pos >= first and is_cached(pos):
-                pos -= 1
-            if pos < first:
-                return end * size
-            end = pos // step * step
-            pos = end - 1
-        return 0
-
     def longest_hit_len_in(self, maps: Sequence[Mapping[bytes, int]], block_hashes: Sequence[bytes],
                            max_len: int, alignment: int) -> int:
-        """`longest_hit_len` where block position p is cached iff its hash,
-        block_hashes[(p + 1) * hash_stride - 1], is a key of every map (the coordinator's lookup;
-        `block_hashes` must cover max_len tokens). Same result, the longest accepted length,
-        found at C speed: the first candidate's window is probed from its end by takewhile runs;
-        past a miss, cached flags of the positions below it are computed once and each next
+        """Longest hit p <= max_len, p a multiple of `alignment` (itself a multiple of
+        block_size), whose needed blocks are all cached, where block position p is cached iff
+        its hash, block_hashes[(p + 1) * hash_stride - 1], is a key of every map (the
+        coordinator's lookup; `block_hashes` must cover max_len tokens). 0 always qualifies.
+        Found at C speed (tests/runtime/rt_layouts.py holds the plain scan it must agree with):
+        the first candidate's window is probed from its end by takewhile runs; past a miss,
+        cached flags of the positions below it are computed once and each next
         candidate is checked by one rfind. When no window is ever empty (`nonempty_windows`), a
         candidate whose last position misses is skipped: the next one ends just after the last
         cached position below the previous miss."""
@@ -143,18 +125,19 @@ class KindManager:
 
     # ---- request lifecycle -------------------------------------------------------------------
 
-    def num_blocks_to_allocate(self, request: Request, hit_blocks: Sequence[int], num_tokens: int,
+    def num_blocks_to_allocate(self, rb: RequestBlocks, hit_blocks: Sequence[int], num_tokens: int,
                                num_main_tokens: int) -> int:
         """Blocks to pop, per group of the batch, so the request holds `num_tokens` slots
         (`num_main_tokens` without lookahead) after adopting `hit_blocks` (the first group's),
         net of blocks it returns to the free queue first."""
-        num_held = len(request.block_ids[self.group_id]) + len(hit_blocks)
+        num_held = len(rb.block_ids[self.group_id]) + len(hit_blocks)
         return max(0, cdiv(num_tokens, self.block_size) - num_held)
 
-    def allocate_new_blocks(self, request: Request, num_tokens: int, num_main_tokens: int) -> list[list[int]]:
+    def allocate_new_blocks(self, rb: RequestBlocks, num_tokens: int,
+                            num_main_tokens: int) -> list[list[int]]:
         """Append blocks so every table of the batch covers `num_tokens` tokens; returns the new
         block ids per group. The caller has checked `num_blocks_to_allocate` against the pool."""
-        tables = request.block_ids
+        tables = rb.block_ids
         num_new = cdiv(num_tokens, self.block_size) - len(tables[self.group_id])
         if num_new <= 0:
             return [[] for _ in self.gids]
@@ -163,52 +146,48 @@ class KindManager:
             tables[gid].extend(blocks)
         return new_blocks
 
-    def remove_skipped_blocks(self, request: Request, num_computed: int) -> None:
-        """Release the blocks that fell out of what `num_computed` computed tokens still need and
-        put the null block in their place (cache them first: see `cache_blocks`)."""
+    def remove_skipped_blocks(self, rb: RequestBlocks, num_computed: int) -> None:
+        """Release (through the eviction policy) the blocks that fell out of what `num_computed`
+        computed tokens still need and put the null block in their place (cache them first:
+        see `cache_blocks`)."""
         gid0 = self.group_id
-        start = request.num_skipped_blocks[gid0]
-        stop = min(self.num_skipped_blocks(num_computed), len(request.block_ids[gid0]))
+        start = rb.num_skipped_blocks[gid0]
+        stop = min(self.num_skipped_blocks(num_computed), len(rb.block_ids[gid0]))
         if stop <= start:
             return
         nulls = [NULL_BLOCK_ID] * (stop - start)
-        release_early = self.pool.release_early
+        release_early, pool = self.eviction.release_early, self.pool
         for m in self.batch:
             gid = m.group_id
-            blocks = request.block_ids[gid]
+            blocks = rb.block_ids[gid]
             released = blocks[start:stop]
             # Tail first: a released cached block goes to the LRU back, so later positions of
             # the prefix are evicted before the earlier positions they depend on.
             released.reverse()
-            release_early(released, request.protected_block_ids[gid], request.protects_early_releases)
+            release_early(rb, pool, gid, released)
             m.num_early_released_blocks += len(released) - released.count(NULL_BLOCK_ID)
             blocks[start:stop] = nulls
-            request.num_skipped_blocks[gid] = stop
+            rb.num_skipped_blocks[gid] = stop
 
-    def cache_blocks(self, request: Request, num_computed: int) -> None:
+    def cache_blocks(self, rb: RequestBlocks, num_computed: int) -> None:
         """Register the request's blocks whose tokens are all computed under their prefix hash.
-        `request.block_hashes` must cover `num_computed` tokens."""
+        `rb.request.block_hashes` must cover `num_computed` tokens."""
         gid0 = self.group_id
-        start = request.num_cached_blocks[gid0]
-        stop = min(num_computed // self.block_size, len(request.block_ids[gid0]))
+        start = rb.num_cached_blocks[gid0]
+        stop = min(num_computed // self.block_size, len(rb.block_ids[gid0]))
         if stop > start:
-            self._cache_range(request, start, stop)
+            self._cache_range(rb, start, stop)
             for gid in self.gids:
-                request.num_cached_blocks[gid] = stop
+                rb.num_cached_blocks[gid] = stop
 
-    def _cache_range(self, request: Request, start: int, stop: int) -> None:
+    def _cache_range(self, rb: RequestBlocks, start: int, stop: int) -> None:
         """Cache block positions [start, stop) of every group of the batch (start < stop)."""
         stride = self.hash_stride
-        hashes = request.block_hashes[(start + 1) * stride - 1:stop * stride:stride]
-        cache_blocks, tables = self.pool.cache_blocks, request.block_ids
+        hashes = rb.request.block_hashes[(start + 1) * stride - 1:stop * stride:stride]
+        cache_blocks, tables = self.pool.cache_blocks, rb.block_ids
         for gid in self.gids:
             cache_blocks(tables[gid][start:stop], hashes, gid)
 
-    def cache_hit_point(self, request: Request, hit_len: int) -> None:
+    def cache_hit_point(self, rb: RequestBlocks, hit_len: int) -> None:
         """Make sure the blocks a later hit of `hit_len` tokens needs are cached (kinds that do
         not cache densely override this; the others have cached them already)."""
-
-    def max_blocks_held(self, num_computed: int, num_tokens: int) -> int:
-        """Most non-null blocks a request may hold after a step computing tokens
-        [num_computed, num_tokens) (tests and integrity checks)."""
-        return cdiv(num_tokens, self.block_size) - self.num_skipped_blocks(num_computed)

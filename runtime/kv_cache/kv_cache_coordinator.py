@@ -11,7 +11,6 @@ them), so Gemma-3's six sliding groups cost one lookup.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from math import gcd, lcm
 
 from hkv.model_specs.cache_spec import CacheKind
@@ -19,10 +18,11 @@ from hkv.planner.layout import KVCacheGroup, Layout
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.chunked_local_manager import ChunkedLocalManager
+from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
 from hkv.runtime.kv_cache.full_attention_manager import FullAttentionManager
 from hkv.runtime.kv_cache.kind_manager import KindManager
 from hkv.runtime.kv_cache.recurrent_state_manager import RecurrentStateManager
-from hkv.runtime.request import Request
+from hkv.runtime.kv_cache.request_blocks import RequestBlocks
 from hkv.runtime.kv_cache.sliding_window_manager import SlidingWindowManager
 
 MANAGER_BY_KIND: dict[CacheKind, type[KindManager]] = {
@@ -31,8 +31,6 @@ MANAGER_BY_KIND: dict[CacheKind, type[KindManager]] = {
     CacheKind.CHUNKED: ChunkedLocalManager,
     CacheKind.RECURRENT: RecurrentStateManager,
 }
-
-HitBlocks = tuple[Sequence[int], ...]  # per group: the block table prefix of a hit
 
 
 class _LookupBatch:
@@ -67,6 +65,7 @@ class KVCacheCoordinator:
         self.pool_list = [pools[p.pool_id] for p in layout.pools if layout.groups_of(p.pool_id)]
         self._pool_index = {id(pool): i for i, pool in enumerate(self.pool_list)}
         self.pool_index_of_group = [self._pool_index[id(m.pool)] for m in self.managers]
+        self.managers_of_pool = [[m for m in self.managers if m.pool is pool] for pool in self.pool_list]
         by_key: dict[tuple[object, ...], list[KindManager]] = {}
         for group, manager in zip(layout.groups, self.managers, strict=True):
             by_key.setdefault(_batch_key(group), []).append(manager)
@@ -85,8 +84,14 @@ class KVCacheCoordinator:
                 self.leads.append(manager)
         self._lead_pool_index = [self._pool_index[id(m.pool)] for m in self.leads]
         self._skipping_leads = [m for m in self.leads if m.next_release_len(0) is not None]
-        self._closed_batches = [b for b in batches if b.manager.hits_downward_closed]
-        self._open_batches = [b for b in batches if not b.manager.hits_downward_closed]
+        # The lookup batches whose kinds accept downward-closed hits (full attention), the others.
+        self.closed_batches = [b for b in batches if b.manager.hits_downward_closed]
+        self.open_batches = [b for b in batches if not b.manager.hits_downward_closed]
+
+    def set_eviction(self, eviction: Eviction) -> None:
+        """Let every manager release blocks through this policy (see Eviction.release_early)."""
+        for m in self.managers:
+            m.eviction = eviction
 
     # ---- prefix-cache lookup (reads only) ---------------------------------------------------
 
@@ -94,7 +99,7 @@ class KVCacheCoordinator:
         """Longest hit (aligned, <= max_len) of the downward-closed kinds alone (full attention)."""
         alignment = self.hit_alignment
         hit = max_len // alignment * alignment
-        for batch in self._closed_batches:
+        for batch in self.closed_batches:
             hit = batch.longest_hit_len(block_hashes, hit, alignment)
         return hit
 
@@ -110,7 +115,7 @@ class KVCacheCoordinator:
             hit = self.closed_hit_len(block_hashes, max_len)
         else:
             hit = min(max_len, closed_len) // alignment * alignment
-        batches = self._open_batches
+        batches = self.open_batches
         num_batches = len(batches)
         num_accepting, i = 0, 0
         while num_accepting < num_batches and hit > 0:
@@ -138,67 +143,55 @@ class KVCacheCoordinator:
         """The prefix hash where a request's hit ends: that of the last block of its
         full-attention hit (`closed_len`) in the first downward-closed group, or of its hybrid
         hit (`hit_len`) in group 0 when no group is downward-closed; None for an empty hit."""
-        if self._closed_batches:
-            m, hit_point = self._closed_batches[0].manager, closed_len
+        if self.closed_batches:
+            m, hit_point = self.closed_batches[0].manager, closed_len
         else:
             m, hit_point = self.managers[0], hit_len
         num_blocks = hit_point // m.block_size
         return block_hashes[num_blocks * m.hash_stride - 1] if num_blocks else None
 
-    def released_hit_blocks(self, request: Request, hit_len: int) -> list[tuple[BlockPool, int]]:
+    def released_hit_blocks(self, rb: RequestBlocks, hit_len: int) -> list[tuple[BlockPool, int]]:
         """(pool, block id) of each cached block that a hit of `hit_len` tokens on the request's
         own prefix needs in a position where the request's table already holds the null block
-        (released early: a window's first blocks, the last checkpoint). `request.block_hashes`
+        (released early: a window's first blocks, the last checkpoint). `rb.request.block_hashes`
         must cover hit_len tokens."""
         found = []
+        block_hashes = rb.request.block_hashes
         for m in self.managers:
-            table = request.block_ids[m.group_id]
+            table = rb.block_ids[m.group_id]
             first, last = m.hit_first_block(hit_len), min(hit_len // m.block_size, len(table))
             if first >= last or NULL_BLOCK_ID not in table[first:last]:
                 continue
             cached, stride = m.pool.cached_map(m.group_id), m.hash_stride
             for pos in range(first, last):
                 if table[pos] == NULL_BLOCK_ID:
-                    block_id = cached.get(request.block_hashes[(pos + 1) * stride - 1])
+                    block_id = cached.get(block_hashes[(pos + 1) * stride - 1])
                     if block_id is not None:
                         found.append((m.pool, block_id))
         return found
 
     # ---- request lifecycle -------------------------------------------------------------------
 
-    def init_tables(self, request: Request) -> None:
-        num_groups = self.num_groups
-        request.block_ids = [[] for _ in range(num_groups)]
-        request.num_cached_blocks = [0] * num_groups
-        request.num_skipped_blocks = [0] * num_groups
-        request.protected_block_ids = [[] for _ in range(num_groups)]
-
-    def cache_blocks(self, request: Request, num_computed: int) -> None:
+    def cache_blocks(self, rb: RequestBlocks, num_computed: int) -> None:
         for m in self.leads:
-            m.cache_blocks(request, num_computed)
+            m.cache_blocks(rb, num_computed)
 
-    def unprotect(self, request: Request) -> None:
-        """The request stops running: what it released early ages like everything else."""
-        for m, protected in zip(self.managers, request.protected_block_ids, strict=True):
-            if protected:
-                m.pool.unprotect(protected)
-
-    def cache_hit_point(self, request: Request, hit_len: int) -> None:
+    def cache_hit_point(self, rb: RequestBlocks, hit_len: int) -> None:
         for m in self.leads:
-            m.cache_hit_point(request, hit_len)
+            m.cache_hit_point(rb, hit_len)
 
-    def remove_skipped_blocks(self, request: Request, num_computed: int) -> None:
+    def remove_skipped_blocks(self, rb: RequestBlocks, num_computed: int) -> None:
         for m in self._skipping_leads:
-            m.remove_skipped_blocks(request, num_computed)
+            m.remove_skipped_blocks(rb, num_computed)
 
-    def num_blocks_to_allocate(self, request: Request, hit: HitBlocks | None, num_tokens: int,
+    def num_blocks_to_allocate(self, rb: RequestBlocks, hit: HitBlocks | None, num_tokens: int,
                                num_main_tokens: int) -> list[int]:
         """Per pool (in `pool_list` order): free blocks the step consumes, counting hit blocks
         taken out of the free queue (cached-free ones) and blocks released before popping."""
         needs = [0] * len(self.pool_list)
         for m, pool_index in zip(self.leads, self._lead_pool_index, strict=True):
             hit_blocks = hit[m.group_id] if hit is not None else ()
-            need = m.num_blocks_to_allocate(request, hit_blocks, num_tokens, num_main_tokens) * len(m.gids)
+            need = m.num_blocks_to_allocate(rb, hit_blocks, num_tokens, num_main_tokens) * len(m.gids)
             if hit_blocks and hit is not None:
                 num_free = m.pool.num_free_among
                 for gid in m.gids:
@@ -218,27 +211,28 @@ class KVCacheCoordinator:
             return needs[0] <= pools[0].num_unprotected_free_blocks
         return all(need <= pool.num_unprotected_free_blocks for need, pool in zip(needs, pools, strict=True))
 
-    def adopt_hit(self, request: Request, hit: HitBlocks, hit_len: int) -> None:
+    def adopt_hit(self, rb: RequestBlocks, hit: HitBlocks, hit_len: int) -> None:
         """Take a reference on every hit block of every group before anything is allocated, so
         one group's allocation cannot evict another group's hit."""
         for m, blocks in zip(self.managers, hit, strict=True):
             gid = m.group_id
-            assert not request.block_ids[gid], "hits are adopted only by a request holding nothing"
+            assert not rb.block_ids[gid], "hits are adopted only by a request holding nothing"
             m.pool.touch(blocks, gid)
-            request.block_ids[gid] = list(blocks)
-            request.num_cached_blocks[gid] = len(blocks)
-            request.num_skipped_blocks[gid] = m.hit_first_block(hit_len)
+            rb.block_ids[gid] = list(blocks)
+            rb.num_cached_blocks[gid] = len(blocks)
+            rb.num_skipped_blocks[gid] = m.hit_first_block(hit_len)
 
-    def allocate_new_blocks(self, request: Request, num_tokens: int,
+    def allocate_new_blocks(self, rb: RequestBlocks, num_tokens: int,
                             num_main_tokens: int) -> tuple[list[int], ...]:
         new_blocks: list[list[int]] = []
         for m in self.leads:
-            new_blocks += m.allocate_new_blocks(request, num_tokens, num_main_tokens)
+            new_blocks += m.allocate_new_blocks(rb, num_tokens, num_main_tokens)
         return tuple(new_blocks)
 
-    def set_steady_bounds(self, request: Request, num_computed: int, enable_caching: bool,
+    def set_steady_bounds(self, rb: RequestBlocks, num_computed: int, enable_caching: bool,
                           cached_len: int | None = None) -> None:
-        """Record until when allocate_slots has nothing to do for this request (see Request).
+        """Record until when allocate_slots has nothing to do for this request (see
+        RequestBlocks.is_steady).
         `cached_len`: the tokens cached at schedule time (CacheTiming.SCHEDULED), else None."""
         until_computed: int | None = None
         until_tokens: int | None = None
@@ -253,8 +247,8 @@ class KVCacheCoordinator:
                 bound = next_boundary if bound is None else min(bound, next_boundary)
             if bound is not None and (until_computed is None or bound < until_computed):
                 until_computed = bound
-            capacity = len(request.block_ids[m.group_id]) * size
+            capacity = len(rb.block_ids[m.group_id]) * size
             if until_tokens is None or capacity < until_tokens:
                 until_tokens = capacity
-        request.steady_until_computed = until_computed
-        request.steady_until_tokens = until_tokens or 0
+        rb.steady_until_computed = until_computed
+        rb.steady_until_tokens = until_tokens or 0

@@ -12,23 +12,27 @@ Typical use by a scheduler (synchronous: one batch in flight):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from math import lcm
 from typing import NamedTuple
 
 from hkv.planner.layout import Layout
 from hkv.runtime.kv_cache.block_hash import BlockHasher
-from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
-from hkv.runtime.kv_cache.cache_config import CacheConfig, CacheTiming, DuplicateBlocks, EvictionPolicy
+from hkv.runtime.kv_cache.block_pool import BlockPool
+from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
 from hkv.runtime.kv_cache.cache_stats import CacheStats
+from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
 from hkv.runtime.kv_cache.group_aware_eviction import GroupAwareEviction
-from hkv.runtime.kv_cache.kv_cache_coordinator import HitBlocks, KVCacheCoordinator
+from hkv.runtime.kv_cache.kv_cache_coordinator import KVCacheCoordinator
 from hkv.runtime.kv_cache.lru_eviction import LruEviction
 from hkv.runtime.kv_cache.recurrent_state_manager import RecurrentStateManager
+from hkv.runtime.kv_cache.request_blocks import RequestBlocks
+from hkv.runtime.kv_cache.vllm_compat import CacheTiming, DuplicateBlocks
 from hkv.runtime.request import Request
 
-EVICTION_BY_POLICY: dict[EvictionPolicy, type[LruEviction]] = {
+EvictionFactory = Callable[[KVCacheCoordinator, CacheConfig], Eviction]
+EVICTION_BY_POLICY: dict[EvictionPolicy, EvictionFactory] = {
     EvictionPolicy.LRU: LruEviction,
     EvictionPolicy.GROUP_AWARE: GroupAwareEviction,
 }
@@ -64,16 +68,17 @@ class KVCacheManager:
             raise ValueError(f"layout {layout.name!r} has recurrent groups: CacheTiming.SCHEDULED "
                              "(vLLM's caching at schedule time) is not supported with them")
         self.hasher = BlockHasher(self.coordinator.hash_block_size)
-        self.eviction = EVICTION_BY_POLICY[self.config.eviction_policy](
-            self.coordinator, self.enable_caching, self.config.free_order)
+        self.eviction = EVICTION_BY_POLICY[self.config.eviction_policy](self.coordinator, self.config)
+        self.coordinator.set_eviction(self.eviction)
         self._empty_hit = ComputedBlocks(tuple(() for _ in range(num_groups)), 0)
         self.no_new_blocks: NewBlocks = tuple(() for _ in range(num_groups))
-        self._requests: dict[str, Request] = {}  # requests holding blocks
+        self._requests: dict[str, RequestBlocks] = {}  # per request id: the requests holding blocks
+        # Per request id, (closed_len, hit_len) of the last lookup of a request not holding
+        # blocks: where its admission's hit points are (see find_hit_len); dropped at admission.
+        self._lookups: dict[str, tuple[int, int]] = {}
         self._admission_needs: dict[tuple[int, int | None], list[int]] = {}  # admission_blocked's bounds
         self._num_query_tokens = 0
         self._num_hit_tokens = 0
-        # reserve_waiting_hits: the ids of the waiting requests whose hits are reserved, head first.
-        self._reserved_for: tuple[str, ...] = ()
         self._reserving = self.enable_caching and self.config.reserved_waiting_requests > 0
 
     @property
@@ -94,13 +99,13 @@ class KVCacheManager:
     def get_computed_blocks(self, request: Request) -> ComputedBlocks:
         """The longest cached prefix of `request` that every group accepts, at most
         num_tokens - 1 tokens (the last token is recomputed for its logits). Reads only: no
-        reference is taken until `allocate_slots` adopts the hit (it only notes, on the request,
-        where a later hit may land). Empty when caching is off."""
+        reference is taken until `allocate_slots` adopts the hit (it only notes where a later
+        hit may land, for the request's admission). Empty when caching is off."""
         return self.hit_blocks(request, self.find_hit_len(request))
 
     def find_hit_len(self, request: Request) -> int:
-        """The length of `get_computed_blocks`'s hit (its lookup, with the same note on the
-        request), without building the hit's block lists."""
+        """The length of `get_computed_blocks`'s hit (its lookup, with the same note for the
+        request's admission), without building the hit's block lists."""
         if not self.enable_caching:
             return 0
         self.hasher.extend(request)
@@ -108,10 +113,7 @@ class KVCacheManager:
         coordinator = self.coordinator
         closed_len = coordinator.closed_hit_len(request.block_hashes, max_len)
         hit_len = coordinator.find_longest_cache_hit(request.block_hashes, max_len, closed_len)
-        # Full attention reaches further than the hybrid hit: a shared-prefix junction where the
-        # other groups should keep what a later hit needs (SlidingRetention.HIT_POINTS).
-        request.expected_hit_lens = [closed_len] if closed_len > hit_len else []
-        request.closed_hit_len = closed_len
+        self._lookups[request.request_id] = (closed_len, hit_len)
         return hit_len
 
     def hit_blocks(self, request: Request, hit_len: int) -> ComputedBlocks:
@@ -121,46 +123,23 @@ class KVCacheManager:
         return ComputedBlocks(self.coordinator.hit_blocks(request.block_hashes, hit_len), hit_len)
 
     def reserve_waiting_hits(self, waiting: Iterable[Request]) -> None:
-        """The scheduler could not admit the head of `waiting` (its queue, in admission order;
-        requests holding nothing): let the eviction policy keep the cached hits of the first
-        `config.reserved_waiting_requests` of them, so that evictions take the hits of requests
-        further back first and the head's last (GROUP_AWARE; otherwise, or with caching off,
-        nothing happens). Incremental: when the requests reserved before, less the ones
-        admitted from the head, still lead the queue, only the requests behind them are looked
-        up (`find_hit_len`, which extends their hashes) and reserved ahead of the others;
-        otherwise (a preempted request went first) every hit is looked up again. The blocks of a
-        reservation that are hit, evicted or released meanwhile simply leave it."""
-        if not self._reserving:
-            return
-        first = tuple(islice(waiting, self.config.reserved_waiting_requests))
-        reserved_for = tuple(r.request_id for r in first)
-        old = self._reserved_for
-        if reserved_for == old:
-            return
-        self._reserved_for = reserved_for
-        if old and reserved_for:
-            queued = set(reserved_for)
-            num_gone = 0  # admitted since: they led the queue
-            while num_gone < len(old) and old[num_gone] not in queued:
-                num_gone += 1
-            kept = old[num_gone:]
-            if reserved_for[:len(kept)] == kept:
-                self.eviction.reserve_more(self._hits(first[len(kept):]))
-                return
-        self.eviction.reserve_hits(self._hits(first))
+        """The scheduler's waiting queue (in admission order; requests holding nothing) may have
+        changed: the eviction policy may keep the cached hits of its first
+        `config.reserved_waiting_requests` requests, looking them up (`find_hit_len`, which
+        extends their hashes) when it needs them (GROUP_AWARE, see
+        GroupAwareEviction.note_waiting). Nothing happens with caching off or a limit of 0."""
+        if self._reserving:
+            first = tuple(islice(waiting, self.config.reserved_waiting_requests))
+            self.eviction.note_waiting(first, self._hit_of)
 
     def drop_reservation(self) -> None:
-        """Nothing waits any more: reserved blocks move to the back of the main segment."""
-        if self._reserved_for:
-            self._reserved_for = ()
-            self.eviction.reserve_hits(())
+        """Nothing waits any more: `reserve_waiting_hits` of an empty queue."""
+        self.reserve_waiting_hits(())
 
-    def _hits(self, requests: Iterable[Request]) -> Iterator[HitBlocks]:
-        """The prefix hit blocks of each request with a hit, looked up when consumed."""
-        for request in requests:
-            hit_len = self.find_hit_len(request)
-            if hit_len:
-                yield self.hit_blocks(request, hit_len).block_ids
+    def _hit_of(self, request: Request) -> HitBlocks | None:
+        """The prefix hit blocks of a waiting request, None without a hit."""
+        hit_len = self.find_hit_len(request)
+        return self.hit_blocks(request, hit_len).block_ids if hit_len else None
 
     # ---- admission and allocation ------------------------------------------------------------
 
@@ -230,45 +209,37 @@ class KVCacheManager:
         `request.num_computed_tokens`: the caller adds the hit and computed tokens.
         The identical object `no_new_blocks` is returned when nothing was allocated.
         """
-        if (new_computed_blocks is None and request.block_ids
-                and (request.steady_until_computed is None
-                     or request.num_computed_tokens < request.steady_until_computed)
-                and request.num_computed_tokens + num_new_tokens + num_lookahead_tokens
-                <= request.steady_until_tokens):
-            return self.no_new_blocks
-        coordinator = self.coordinator
-        if not request.block_ids:
-            coordinator.init_tables(request)
         num_computed = request.num_computed_tokens
-        if self.cache_on_schedule:
-            coordinator.remove_skipped_blocks(request, num_computed)
+        rb = self._requests.get(request.request_id)
+        if rb is None:
+            is_admission = True
+            rb = RequestBlocks(request, self.num_groups)  # kept once the admission succeeds
         else:
-            self._cache_and_release(request, num_computed)
+            is_admission = False
+            if new_computed_blocks is None and rb.is_steady(
+                    num_computed, num_computed + num_new_tokens + num_lookahead_tokens):
+                return self.no_new_blocks
+        coordinator = self.coordinator
+        if self.cache_on_schedule:
+            coordinator.remove_skipped_blocks(rb, num_computed)
+        else:
+            self._cache_and_release(rb, num_computed)
         hit = None
         if new_computed_blocks is not None and new_computed_blocks.num_tokens:
             assert num_new_computed_tokens == new_computed_blocks.num_tokens
             hit = new_computed_blocks.block_ids
         else:
             assert num_new_computed_tokens == 0, "computed tokens without their blocks"
-        is_admission = request.request_id not in self._requests
         base = num_computed + num_new_computed_tokens
         num_main = min(base + num_new_tokens, self.max_model_len)
         num_total = min(num_main + num_lookahead_tokens, self.max_model_len)
-        if not coordinator.fits(coordinator.num_blocks_to_allocate(request, hit, num_total, num_main)):
+        if not coordinator.fits(coordinator.num_blocks_to_allocate(rb, hit, num_total, num_main)):
             return None
-        if is_admission and self.enable_caching:
-            self.eviction.note_admission(request, num_new_computed_tokens)
-        if hit is not None:
-            coordinator.adopt_hit(request, hit, num_new_computed_tokens)
-        new_blocks = coordinator.allocate_new_blocks(request, num_total, num_main)
         if is_admission:
-            self._requests[request.request_id] = request
-            self._num_query_tokens += request.num_tokens
-            self._num_hit_tokens += num_new_computed_tokens
-            alignment = coordinator.hit_alignment
-            resend_len = (request.num_tokens - 1) // alignment * alignment  # same prompt again
-            if resend_len > num_new_computed_tokens and resend_len not in request.expected_hit_lens:
-                request.expected_hit_lens.append(resend_len)
+            self._admit(rb, num_new_computed_tokens)
+        if hit is not None:
+            coordinator.adopt_hit(rb, hit, num_new_computed_tokens)
+        new_blocks = coordinator.allocate_new_blocks(rb, num_total, num_main)
         cached_len = None
         if self.cache_on_schedule:
             # vLLM: every token scheduled so far, at most num_tokens (never draft slots), rounded
@@ -276,16 +247,44 @@ class KVCacheManager:
             self.hasher.extend(request)
             alignment = coordinator.hit_alignment
             cached_len = min(base + num_new_tokens, request.num_tokens) // alignment * alignment
-            coordinator.cache_blocks(request, cached_len)
-        coordinator.set_steady_bounds(request, base, self.enable_caching, cached_len)
+            coordinator.cache_blocks(rb, cached_len)
+        coordinator.set_steady_bounds(rb, base, self.enable_caching, cached_len)
         return new_blocks if any(new_blocks) else self.no_new_blocks
+
+    def _admit(self, rb: RequestBlocks, hit_len: int) -> None:
+        """Start holding `rb` for a request admitted with a hit of `hit_len` tokens: its hit
+        points (from its last lookup: the full-attention junction, the prompt's resend length),
+        the counters, then the eviction policy's note (with caching on)."""
+        request = rb.request
+        closed_len, lookup_len = self._lookups.pop(request.request_id, (0, 0))
+        rb.closed_hit_len = closed_len
+        # Full attention reaches further than the hybrid hit: a shared-prefix junction where the
+        # other groups should keep what a later hit needs (SlidingRetention.HIT_POINTS).
+        rb.expected_hit_lens = [closed_len] if closed_len > lookup_len else []
+        alignment = self.coordinator.hit_alignment
+        resend_len = (request.num_tokens - 1) // alignment * alignment  # same prompt again
+        if resend_len > hit_len and resend_len not in rb.expected_hit_lens:
+            rb.expected_hit_lens.append(resend_len)
+        self._requests[request.request_id] = rb
+        self._num_query_tokens += request.num_tokens
+        self._num_hit_tokens += hit_len
+        if self.enable_caching:
+            self.eviction.note_admission(rb, hit_len)
+
+    def is_steady(self, request: Request, num_new_tokens: int) -> bool:
+        """Whether `allocate_slots(request, num_new_tokens)` (no hit, no lookahead) would have
+        nothing to cache, release or allocate and no state copy waits: the step needs nothing
+        new (see RequestBlocks.is_steady). False for a request holding no blocks."""
+        rb = self._requests.get(request.request_id)
+        num_computed = request.num_computed_tokens
+        return rb is not None and rb.is_steady(num_computed, num_computed + num_new_tokens)
 
     def reserve_worst_case(self, request: Request, seq_len: int) -> bool:
         """Capacity probe: make a request holding nothing hold, per group, its worst-case
         `blocks_per_request(seq_len, in_flight_tokens)` blocks popped from the real pools. The
         blocks carry no tokens (the table has no positional meaning); `free` returns them.
         Returns False, taking nothing, when they do not all fit."""
-        assert not request.block_ids, "reserve_worst_case needs a request holding nothing"
+        assert request.request_id not in self._requests, "reserve_worst_case needs a request holding nothing"
         coordinator = self.coordinator
         counts = [m.group.blocks_per_request(seq_len, self.in_flight_tokens) for m in coordinator.managers]
         needs = [0] * len(coordinator.pool_list)
@@ -293,61 +292,61 @@ class KVCacheManager:
             needs[pool_index] += count
         if not coordinator.fits(needs):
             return False
-        coordinator.init_tables(request)
+        rb = RequestBlocks(request, self.num_groups)
         for m, count in zip(coordinator.managers, counts, strict=True):
-            request.block_ids[m.group_id] = m.pool.allocate(count, m.group_id)
-        request.num_cached_blocks = [len(b) for b in request.block_ids]  # never cache these
-        self._requests[request.request_id] = request
+            rb.block_ids[m.group_id] = m.pool.allocate(count, m.group_id)
+        rb.num_cached_blocks = [len(b) for b in rb.block_ids]  # never cache these
+        self._requests[request.request_id] = rb
         return True
 
-    def remove_skipped_blocks(self, request: Request, num_computed_tokens: int) -> None:
-        """Release (after caching them, CacheTiming.COMPUTED) the blocks `num_computed_tokens`
-        computed tokens no longer need, in every group. allocate_slots does this itself."""
-        if request.block_ids:
-            self._cache_and_release(request, num_computed_tokens)
-
-    def _cache_and_release(self, request: Request, num_computed: int) -> None:
+    def _cache_and_release(self, rb: RequestBlocks, num_computed: int) -> None:
         if self.enable_caching and not self.cache_on_schedule:
-            self.hasher.extend(request)
-            self.coordinator.cache_blocks(request, num_computed)
-        self.coordinator.remove_skipped_blocks(request, num_computed)
+            self.hasher.extend(rb.request)
+            self.coordinator.cache_blocks(rb, num_computed)
+        self.coordinator.remove_skipped_blocks(rb, num_computed)
 
     def free(self, request: Request) -> None:
-        """Release every block of the request (finished or preempted). Fully computed blocks are
-        cached first (CacheTiming.SCHEDULED: they were cached when scheduled), so they stay
-        reusable until evicted. The request may be admitted again."""
-        if request.block_ids:
-            if self.enable_caching and request.request_id in self._requests:
-                self.hasher.extend(request)
-                num_computed = request.num_computed_tokens
-                if not self.cache_on_schedule:
-                    self.coordinator.cache_blocks(request, num_computed)
-                alignment = self.coordinator.hit_alignment
-                self.coordinator.cache_hit_point(request, num_computed // alignment * alignment)
-            self.eviction.free_request(request)
-        request.block_ids = []
-        request.protected_block_ids = []
-        request.num_cached_blocks = []
-        request.num_skipped_blocks = []
-        request.state_copies.clear()
-        request.expected_hit_lens = []
-        request.protects_early_releases = False
-        request.steady_until_computed = 0
-        request.steady_until_tokens = 0
-        self._requests.pop(request.request_id, None)
+        """Release every block of the request (finished or preempted) and forget it (its
+        RequestBlocks and its last lookup). Fully computed blocks are cached first
+        (CacheTiming.SCHEDULED: they were cached when scheduled), so they stay reusable until
+        evicted. The request may be admitted again; freeing a request holding nothing is a
+        no-op."""
+        self._lookups.pop(request.request_id, None)
+        rb = self._requests.pop(request.request_id, None)
+        if rb is None:
+            return
+        if self.enable_caching:
+            self.hasher.extend(request)
+            num_computed = request.num_computed_tokens
+            if not self.cache_on_schedule:
+                self.coordinator.cache_blocks(rb, num_computed)
+            alignment = self.coordinator.hit_alignment
+            self.coordinator.cache_hit_point(rb, num_computed // alignment * alignment)
+        self.eviction.free_request(rb)
 
-    # ---- views for the model runner ----------------------------------------------------------
+    # ---- views for the scheduler and the model runner ----------------------------------------
 
-    def block_table(self, request: Request, group_id: int) -> tuple[int, ...]:
-        return tuple(request.block_ids[group_id])
+    def block_ids(self, request: Request) -> Sequence[Sequence[int]]:
+        """The request's live block table of each group (empty when it holds no blocks). Read
+        it, never mutate it: it changes with the next allocate_slots or free."""
+        rb = self._requests.get(request.request_id)
+        return rb.block_ids if rb is not None else ()
 
-    def slot_mapping(self, request: Request, group_id: int, positions: range) -> list[int]:
-        """KV slot of each token position in an attention group: block_id * block_size + offset."""
-        m = self.coordinator.managers[group_id]
-        if isinstance(m, RecurrentStateManager):
-            raise ValueError(f"group {group_id} is recurrent: it has one state, not token slots")
-        size, blocks = m.block_size, request.block_ids[group_id]
-        return [blocks[p // size] * size + p % size for p in positions]
+    def request_blocks(self, request: Request) -> RequestBlocks:
+        """The manager's record of a request holding blocks (KeyError otherwise): a view for
+        checks and tests; the manager alone changes it."""
+        return self._requests[request.request_id]
+
+    def take_state_copies(self, request: Request) -> tuple[tuple[int, int, int], ...]:
+        """The recurrent state copies (group id, source block, destination block) the request's
+        allocations queued since the last call, in order; the queue is emptied. A runner must
+        apply them before the request's next step reads its states."""
+        rb = self._requests.get(request.request_id)
+        if rb is None or not rb.state_copies:
+            return ()
+        copies = tuple(rb.state_copies)
+        rb.state_copies.clear()
+        return copies
 
     # ---- accounting ----------------------------------------------------------------------------
 
@@ -357,10 +356,6 @@ class KVCacheManager:
         usable = sum(p.num_usable_blocks for p in self.pools.values())
         free = sum(p.num_free_blocks for p in self.pools.values())
         return 1.0 - free / usable if usable else 0.0
-
-    @property
-    def num_running_requests(self) -> int:
-        return len(self._requests)
 
     def stats(self) -> CacheStats:
         coordinator = self.coordinator
@@ -378,18 +373,11 @@ class KVCacheManager:
     def check_integrity(self) -> None:
         """Every pool invariant against the references of the requests holding blocks, plus the
         per-request table invariants. Raises AssertionError."""
-        coordinator = self.coordinator
         references: dict[int, list[tuple[int, int]]] = {pool_id: [] for pool_id in self.pools}
-        for request in self._requests.values():
-            tag = f"request {request.request_id}"
-            assert len(request.block_ids) == self.num_groups, f"{tag}: {len(request.block_ids)} tables"
-            for m in coordinator.managers:
-                gid, blocks = m.group_id, request.block_ids[m.group_id]
-                skipped = request.num_skipped_blocks[gid]
-                assert all(b == NULL_BLOCK_ID for b in blocks[:skipped]), (
-                    f"{tag}: group {gid} holds a block before its skipped frontier {skipped}")
-                refs = references[m.group.pool_id]
-                refs.extend((b, gid) for b in blocks[skipped:] if b != NULL_BLOCK_ID)
+        pool_of_group = [g.pool_id for g in self.layout.groups]
+        for request_id, rb in self._requests.items():
+            assert rb.request.request_id == request_id, f"request {request_id} keyed under another id"
+            for block_id, gid in rb.check_integrity(self.num_groups):
+                references[pool_of_group[gid]].append((block_id, gid))
         for pool_id, pool in self.pools.items():
             pool.check_integrity(references[pool_id])
-

@@ -2,43 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 
-from hkv.runtime.kv_cache.cache_config import FreeOrder
-from hkv.runtime.kv_cache.kv_cache_coordinator import HitBlocks, KVCacheCoordinator
+from hkv.runtime.kv_cache.block_pool import BlockPool
+from hkv.runtime.kv_cache.cache_config import CacheConfig
+from hkv.runtime.kv_cache.eviction import Eviction, HitOf
+from hkv.runtime.kv_cache.kv_cache_coordinator import KVCacheCoordinator
+from hkv.runtime.kv_cache.request_blocks import RequestBlocks
+from hkv.runtime.kv_cache.vllm_compat import FreeOrder
 from hkv.runtime.request import Request
 
 
-class LruEviction:
-    """Frees requests so that, per group, tail blocks are evicted before their parents."""
+class LruEviction(Eviction):
+    """Frees requests so that, per group, tail blocks are evicted before their parents; every
+    cached block a request gives back goes to the back of the main segment."""
 
-    def __init__(self, coordinator: KVCacheCoordinator, enable_caching: bool,
-                 free_order: FreeOrder = FreeOrder.REQUEST_TAIL_FIRST) -> None:
+    def __init__(self, coordinator: KVCacheCoordinator, config: CacheConfig) -> None:
         self.coordinator = coordinator
-        self.enable_caching = enable_caching
-        self.free_order = free_order
-        self._managers_of_pool = [[m for m in coordinator.managers if m.pool is pool]
-                                  for pool in coordinator.pool_list]
+        self.free_order = config.free_order
+        self._managers_of_pool = coordinator.managers_of_pool
 
-    def note_admission(self, request: Request, hit_len: int) -> None:
-        """A request with a prefix hit of `hit_len` tokens is admitted (its last lookup set
-        `request.closed_hit_len`). Plain LRU keeps no record of hits."""
+    def note_admission(self, rb: RequestBlocks, hit_len: int) -> None:
+        """Plain LRU keeps no record of hits."""
 
-    def reserve_hits(self, hits: Iterable[HitBlocks]) -> None:
-        """The hits of the requests waiting at the head of the queue, head first (each a lookup:
-        consume only what is used; group-aware eviction orders their cached-free blocks). Plain
-        LRU keeps no record of hits and consumes none."""
+    def release_early(self, rb: RequestBlocks, pool: BlockPool, group_id: int, block_ids: list[int]) -> None:
+        pool.release_blocks(block_ids)
 
-    def reserve_more(self, hits: Iterable[HitBlocks]) -> None:
-        """`reserve_hits` for requests that joined the back of the reserved ones (see
-        GroupAwareEviction); plain LRU keeps no record of hits."""
+    def note_waiting(self, first: Sequence[Request], hit_of: HitOf) -> None:
+        """Plain LRU keeps no record of hits and looks none up."""
 
-    def free_request(self, request: Request) -> None:
+    def free_request(self, rb: RequestBlocks) -> None:
         """Release every block the request holds (see FreeOrder), each group tail first."""
         managers = self.coordinator.managers
         if self.free_order is FreeOrder.GROUP_BY_GROUP:
             for m in managers:
-                held = request.block_ids[m.group_id][request.num_skipped_blocks[m.group_id]:]
+                held = rb.block_ids[m.group_id][rb.num_skipped_blocks[m.group_id]:]
                 held.reverse()
                 m.pool.release_blocks(held)
             return
@@ -47,6 +45,6 @@ class LruEviction:
                 continue
             held = []
             for m in pool_managers:
-                held.extend(request.block_ids[m.group_id][request.num_skipped_blocks[m.group_id]:])
+                held.extend(rb.block_ids[m.group_id][rb.num_skipped_blocks[m.group_id]:])
             held.reverse()
             pool_managers[0].pool.release_blocks(held)

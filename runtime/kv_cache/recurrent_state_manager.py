@@ -9,8 +9,8 @@ last entry); every other position is null unless it holds a checkpoint:
 
 When a step ends exactly on a boundary (n % block_size == 0) the live block holds the state at
 n; the next allocation moves the live state to a new block (the kernel copies, see
-`Request.state_copies`) and the old block is cached under the hash at n: a checkpoint. A hit of
-p tokens needs only the checkpoint at p. A request holds at most `num_state_blocks` blocks: with
+`RequestBlocks.state_copies`) and the old block is cached under the hash at n: a checkpoint. A
+hit of p tokens needs only the checkpoint at p. A request holds at most `num_state_blocks` blocks: with
 one, the previous state is released before the next is allocated (it stays cached if it is a
 checkpoint, else it is usually popped straight back, i.e. updated in place).
 """
@@ -24,7 +24,7 @@ from hkv.planner.layout import KVCacheGroup, cdiv
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.kind_manager import KindManager
-from hkv.runtime.request import Request
+from hkv.runtime.kv_cache.request_blocks import RequestBlocks
 
 
 class RecurrentStateManager(KindManager):
@@ -48,55 +48,52 @@ class RecurrentStateManager(KindManager):
     def next_release_len(self, num_computed: int) -> int | None:
         return (self.num_skipped_blocks(num_computed) + 1) * self.block_size + 1
 
-    def _held_positions(self, request: Request) -> list[int]:
-        blocks = request.block_ids[self.group_id]
-        start = request.num_skipped_blocks[self.group_id]
+    def _held_positions(self, rb: RequestBlocks) -> list[int]:
+        blocks = rb.block_ids[self.group_id]
+        start = rb.num_skipped_blocks[self.group_id]
         return [pos for pos in range(start, len(blocks)) if blocks[pos] != NULL_BLOCK_ID]
 
-    def num_blocks_to_allocate(self, request: Request, hit_blocks: Sequence[int], num_tokens: int,
+    def num_blocks_to_allocate(self, rb: RequestBlocks, hit_blocks: Sequence[int], num_tokens: int,
                                num_main_tokens: int) -> int:
-        blocks = request.block_ids[self.group_id]
+        blocks = rb.block_ids[self.group_id]
         if cdiv(num_main_tokens, self.block_size) <= len(blocks) + len(hit_blocks):
             return 0  # the live state stays in the table's last block
         if hit_blocks:  # admission: the only held block is the hit's checkpoint (ref taken first)
             held = [(b, self.pool.ref_cnt[b] + 1) for b in hit_blocks if b != NULL_BLOCK_ID]
         else:
-            held = [(blocks[pos], self.pool.ref_cnt[blocks[pos]]) for pos in self._held_positions(request)]
+            held = [(blocks[pos], self.pool.ref_cnt[blocks[pos]]) for pos in self._held_positions(rb)]
         num_released = max(0, len(held) - self.num_state_blocks + 1)
         num_returned = sum(ref == 1 for _, ref in held[:num_released])
         return 1 - num_returned
 
-    def allocate_new_blocks(self, request: Request, num_tokens: int, num_main_tokens: int) -> list[list[int]]:
+    def allocate_new_blocks(self, rb: RequestBlocks, num_tokens: int,
+                            num_main_tokens: int) -> list[list[int]]:
         """(Recurrent groups are batches of one.)"""
         gid = self.group_id
-        blocks = request.block_ids[gid]
+        blocks = rb.block_ids[gid]
         live_pos = cdiv(num_main_tokens, self.block_size) - 1
         if live_pos < len(blocks):
             return [[]]
-        held = self._held_positions(request)
+        held = self._held_positions(rb)
         source = blocks[held[-1]] if held else None
         while len(held) >= self.num_state_blocks:
             pos = held.pop(0)
-            self.pool.release_early((blocks[pos],), request.protected_block_ids[gid],
-                                    request.protects_early_releases)
+            self.eviction.release_early(rb, self.pool, gid, [blocks[pos]])
             blocks[pos] = NULL_BLOCK_ID
             self.num_early_released_blocks += 1
         blocks.extend([NULL_BLOCK_ID] * (live_pos - len(blocks)))
         new_block = self.pool.allocate(1, gid)[0]
         blocks.append(new_block)
         if source is not None and source != new_block:
-            request.state_copies.append((gid, source, new_block))
+            rb.state_copies.append((gid, source, new_block))
         return [[new_block]]
 
-    def cache_blocks(self, request: Request, num_computed: int) -> None:
+    def cache_blocks(self, rb: RequestBlocks, num_computed: int) -> None:
         """Cache the live block as a checkpoint when the request stopped exactly on a boundary."""
         if num_computed == 0 or num_computed % self.block_size:
             return
         pos = num_computed // self.block_size - 1
-        blocks = request.block_ids[self.group_id]
+        blocks = rb.block_ids[self.group_id]
         if pos < len(blocks) and blocks[pos] != NULL_BLOCK_ID:
-            self.pool.cache_block(blocks[pos], request.block_hashes[(pos + 1) * self.hash_stride - 1],
+            self.pool.cache_block(blocks[pos], rb.request.block_hashes[(pos + 1) * self.hash_stride - 1],
                                   self.group_id)
-
-    def max_blocks_held(self, num_computed: int, num_tokens: int) -> int:
-        return min(self.num_state_blocks, 2)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import KVCacheGroup, cdiv
 from hkv.runtime.kv_cache.block_pool import BlockPool
-from hkv.runtime.kv_cache.cache_config import CacheConfig, SlidingRetention
+from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.kind_manager import KindManager
-from hkv.runtime.request import Request
+from hkv.runtime.kv_cache.request_blocks import RequestBlocks
+from hkv.runtime.kv_cache.vllm_compat import SlidingRetention
 
 
 class SlidingWindowManager(KindManager):
@@ -36,35 +37,35 @@ class SlidingWindowManager(KindManager):
     def next_release_len(self, num_computed: int) -> int | None:
         return (self.num_skipped_blocks(num_computed) + 1) * self.block_size + self.window_len - 1
 
-    def cache_blocks(self, request: Request, num_computed: int) -> None:
+    def cache_blocks(self, rb: RequestBlocks, num_computed: int) -> None:
         """ALL: as full attention. HIT_POINTS: only blocks inside the window before one of
-        `request.expected_hit_lens` (see SlidingRetention)."""
+        `rb.expected_hit_lens` (see SlidingRetention)."""
         if self.config.sliding_retention is SlidingRetention.ALL:
-            super().cache_blocks(request, num_computed)
+            super().cache_blocks(rb, num_computed)
             return
         gid0 = self.group_id
-        start = request.num_cached_blocks[gid0]
-        stop = min(num_computed // self.block_size, len(request.block_ids[gid0]))
+        start = rb.num_cached_blocks[gid0]
+        stop = min(num_computed // self.block_size, len(rb.block_ids[gid0]))
         if stop <= start:
             return
         size = self.block_size
         # Windows of nearby hit points overlap (a junction and the prompt end): cache their
         # union, each position once.
         ranges = sorted((max(start, self.num_skipped_blocks(hit_len)), min(stop, hit_len // size))
-                        for hit_len in request.expected_hit_lens)
+                        for hit_len in rb.expected_hit_lens)
         covered = start
         for first, last in ranges:
             first = max(first, covered)
             if first < last:
-                self._cache_range(request, first, last)
+                self._cache_range(rb, first, last)
                 covered = last
         for gid in self.gids:
-            request.num_cached_blocks[gid] = stop
+            rb.num_cached_blocks[gid] = stop
 
-    def cache_hit_point(self, request: Request, hit_len: int) -> None:
+    def cache_hit_point(self, rb: RequestBlocks, hit_len: int) -> None:
         if self.config.sliding_retention is SlidingRetention.HIT_POINTS:
             gid0 = self.group_id
-            first = max(request.num_skipped_blocks[gid0], self.num_skipped_blocks(hit_len))
-            last = min(len(request.block_ids[gid0]), hit_len // self.block_size)
+            first = max(rb.num_skipped_blocks[gid0], self.num_skipped_blocks(hit_len))
+            last = min(len(rb.block_ids[gid0]), hit_len // self.block_size)
             if first < last:
-                self._cache_range(request, first, last)
+                self._cache_range(rb, first, last)

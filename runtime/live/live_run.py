@@ -111,7 +111,7 @@ class _Recorder:
         self.peak_running = max(self.peak_running, len(scheduler.running))
         for request in scheduler.running:
             peaks = self.request_peaks.setdefault(request.request_id, [0] * len(self.peak_groups))
-            for g, table in enumerate(request.block_ids):
+            for g, table in enumerate(self.kv.block_ids(request)):
                 held = sum(1 for b in table if b != NULL_BLOCK_ID)
                 peaks[g] = max(peaks[g], held)
         stats = self.kv.stats()
@@ -155,7 +155,7 @@ def generate(runner: ModelRunner, prompts: Sequence[Sequence[int]], config: RunC
         recorder.after_schedule(scheduler)
         step = runner.execute(output)
         if config.check_tables:
-            check_block_tables(runner, requests, output)
+            check_block_tables(runner, kv, requests, output)
         sampled = dict(zip(step.request_ids, sampler.sample(step.logits)))
         for request_id, token in sampled.items():
             request = requests[request_id]
@@ -205,7 +205,8 @@ def generate(runner: ModelRunner, prompts: Sequence[Sequence[int]], config: RunC
     return RunOutcome(list(generations.values()), timings, cache)
 
 
-def check_block_tables(runner: ModelRunner, requests: dict[str, Request], output: SchedulerOutput) -> None:
+def check_block_tables(runner: ModelRunner, kv: KVCacheManager, requests: dict[str, Request],
+                       output: SchedulerOutput) -> None:
     """The runner's tables equal the manager's on every entry the step's attention may read
     (from the group's first kept token on), and those entries are real blocks. AssertionError."""
     for entry in output.scheduled:
@@ -220,7 +221,7 @@ def check_block_tables(runner: ModelRunner, requests: dict[str, Request], output
                 first_key = entry.positions.start // chunk * chunk
             lo, hi = first_key // size, -(-entry.positions.stop // size)
             mine = runner.tables.table(entry.request_id, g)[lo:hi]
-            theirs = request.block_ids[g][lo:hi]
+            theirs = list(kv.block_ids(request)[g][lo:hi])
             assert mine == theirs, f"request {entry.request_id} group {g}: runner {mine} != manager {theirs}"
             assert NULL_BLOCK_ID not in theirs, (
                 f"request {entry.request_id} group {g}: null block in {theirs}")

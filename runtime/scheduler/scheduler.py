@@ -80,7 +80,7 @@ class Scheduler:
         preempted: list[str] = []
         running = self.running
         chunked = self._state_block_size is not None
-        entry = self._entry
+        entry, is_steady = self._entry, self.kv.is_steady
         num_sent, empty_block_ids = self._num_sent, self._empty_block_ids
         i = 0
         while i < len(running) and budget > 0:
@@ -88,11 +88,10 @@ class Scheduler:
             computed = request.num_computed_tokens
             token_ids = request.token_ids
             num_new = len(token_ids) - computed
-            if (num_new == 1 and (request.steady_until_computed is None or computed < request.steady_until_computed)
-                    and computed < request.steady_until_tokens and not request.state_copies
-                    and request.request_id in num_sent):
-                # A decode step inside the request's steady bounds (see Request): allocate_slots
-                # would return no_new_blocks and change nothing; its entry carries no blocks.
+            if num_new == 1 and request.request_id in num_sent and is_steady(request, 1):
+                # A decode step that needs nothing new (see KVCacheManager.is_steady):
+                # allocate_slots would return no_new_blocks and change nothing; its entry
+                # carries no blocks.
                 entries.append(_new_entry((request.request_id, (token_ids[computed],), range(computed, computed + 1),
                                            False, empty_block_ids, (), True)))
                 requests.append(request)
@@ -177,11 +176,12 @@ class Scheduler:
         stop = start + num_new
         token_ids = request.token_ids
         sent = self._num_sent.get(request.request_id)
+        copies = self.kv.take_state_copies(request)
         if (sent is not None and new_blocks is self.kv.no_new_blocks and num_new == 1
-                and not request.state_copies):  # a decode step that needs nothing new: most steps
+                and not copies):  # a decode step that needs nothing new: most steps
             return _new_entry((request.request_id, (token_ids[start],), range(start, stop), False,
                                self._empty_block_ids, (), stop == len(token_ids)))
-        tables = request.block_ids
+        tables = self.kv.block_ids(request)
         if sent is None:
             is_new = True
             block_ids = tuple(tuple(t) for t in tables)
@@ -193,10 +193,6 @@ class Scheduler:
             else:
                 block_ids = tuple(tuple(t[n:]) for t, n in zip(tables, sent, strict=True))
                 self._num_sent[request.request_id] = [len(t) for t in tables]
-        copies: tuple[tuple[int, int, int], ...] = ()
-        if request.state_copies:
-            copies = tuple(request.state_copies)
-            request.state_copies.clear()
         return _new_entry((request.request_id, token_ids[start:stop], range(start, stop), is_new,
                            block_ids, copies, stop == len(token_ids)))
 

@@ -41,7 +41,7 @@ class FakeRunner:
                 self.num_checked_hits += 1
             for g, group in enumerate(self.groups):
                 table = self.tables.table(entry.request_id, g)
-                live = request.block_ids[g]
+                live = self.kv.block_ids(request)[g]
                 assert len(table) == len(live), f"{entry.request_id}: runner table {g} out of sync"
                 assert all(t == b for t, b in zip(table, live, strict=True) if b != NULL_BLOCK_ID)
                 if group.kind is CacheKind.RECURRENT:
@@ -80,13 +80,22 @@ class FakeRunner:
         self.state_shadow[(pool_id, block_id)] = tuple(request.token_ids[:stop])
 
 
+def max_blocks_held(manager, num_computed: int, num_tokens: int) -> int:
+    """Most non-null blocks a request may hold in the manager's group after a step computing
+    tokens [num_computed, num_tokens): the tokens' blocks less the skipped ones; a recurrent
+    group holds its live state and at most one earlier state (or num_state_blocks)."""
+    if manager.group.kind is CacheKind.RECURRENT:
+        return min(manager.num_state_blocks, 2)
+    return -(-num_tokens // manager.block_size) - manager.num_skipped_blocks(num_computed)
+
+
 def check_held_bounds(kv: KVCacheManager, output: SchedulerOutput, requests: dict[str, Request]) -> None:
     """Windowed and recurrent groups never hold more blocks than the step needs."""
     for entry in output.scheduled:
         request = requests[entry.request_id]
         for m in kv.coordinator.managers:
-            held = sum(b != NULL_BLOCK_ID for b in request.block_ids[m.group_id])
-            bound = m.max_blocks_held(entry.positions.start, entry.positions.stop)
+            held = sum(b != NULL_BLOCK_ID for b in kv.block_ids(request)[m.group_id])
+            bound = max_blocks_held(m, entry.positions.start, entry.positions.stop)
             assert held <= bound, f"{entry.request_id}: group {m.group_id} holds {held} > {bound}"
             if m.group.kind is not CacheKind.FULL:
                 layout_bound = m.group.blocks_per_request(entry.positions.stop, entry.num_tokens)
@@ -132,7 +141,7 @@ def drive(scheduler: Scheduler, requests: list[Request], *, runner: FakeRunner |
                 by_id[follow_up.request_id] = follow_up
                 scheduler.add_request(follow_up)
         kv.check_integrity()
-    assert kv.usage == 0.0 and kv.num_running_requests == 0
+    assert kv.usage == 0.0 and all(kv.block_ids(r) == () for r in by_id.values())
     for pool in kv.pools.values():
         assert sum(pool.num_in_use_by_group) == 0
         assert pool.num_free_blocks == pool.num_usable_blocks  # every block free or cached-free

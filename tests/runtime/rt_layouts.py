@@ -47,10 +47,20 @@ def lone_manager(group: KVCacheGroup):
     return KVCacheManager(make_layout([group], [2])).coordinator.managers[0]
 
 
+def reference_hit_len(manager, is_cached, max_len: int, alignment: int) -> int:
+    """The longest p <= max_len, a multiple of `alignment`, whose needed blocks
+    [num_skipped_blocks(p), p // block_size) are all cached (`is_cached(position)`): every
+    candidate tried, longest first. 0 always qualifies."""
+    for p in range(max_len // alignment * alignment, 0, -alignment):
+        if all(is_cached(pos) for pos in range(manager.num_skipped_blocks(p), p // manager.block_size)):
+            return p
+    return 0
+
+
 def hit_len(manager, cached_positions: set[int], max_len: int, alignment: int) -> int:
     """The manager's hit rule through both scans (the reference one over a predicate and the
     coordinator's one over hash maps), which must agree."""
-    expected = manager.longest_hit_len(cached_positions.__contains__, max_len, alignment)
+    expected = reference_hit_len(manager, cached_positions.__contains__, max_len, alignment)
     stride = manager.hash_stride
     num_positions = max_len // manager.block_size + 1
     block_hashes = [b"%d-%d" % divmod(i, stride) for i in range(num_positions * stride)]
@@ -68,16 +78,29 @@ def ids(blocks_per_group) -> list[list[int]]:
 def plant(kv, token_ids: list[int], group_id: int, positions: set[int]) -> dict[int, int]:
     """Make positions of one group's chain cached-free, as if an earlier request left them;
     returns position -> block id."""
-    from hkv.runtime import Request
-
-    hashes = kv.hasher.hash_tokens(token_ids)
+    hashes = hash_tokens(kv.hasher, token_ids)
     m = kv.coordinator.managers[group_id]
     planted = {}
     for pos in sorted(positions):
         [block_id] = m.pool.allocate(1, group_id)
         assert m.pool.cache_block(block_id, hashes[(pos + 1) * m.hash_stride - 1], group_id)
         planted[pos] = block_id
-    for block_id in planted.values():
-        m.pool.release(block_id)
-    del Request
+    m.pool.release_blocks(list(planted.values()))
     return planted
+
+
+def slot_mapping(kv, request, group_id: int, positions: range) -> list[int]:
+    """KV slot of each token position in an attention group, from the manager's live table:
+    block_id * block_size + offset (what a runner's BlockTables must agree with)."""
+    size = kv.layout.groups[group_id].block_size
+    blocks = kv.block_ids(request)[group_id]
+    return [blocks[p // size] * size + p % size for p in positions]
+
+
+def hash_tokens(hasher, token_ids: list[int], cache_salt: str | None = None) -> list[bytes]:
+    """The prefix hashes of every full hash block of `token_ids`, as `hasher` gives a request."""
+    from hkv.runtime import Request
+
+    request = Request("hash", token_ids, max_output_len=1, cache_salt=cache_salt)
+    hasher.extend(request)
+    return request.block_hashes

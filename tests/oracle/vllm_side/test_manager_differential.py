@@ -28,6 +28,7 @@ import dataclasses
 import random
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import chain
 from math import gcd, lcm
 
 import pytest
@@ -37,8 +38,9 @@ from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.layout import Layout
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.runtime.kv_cache.cache_config import CacheConfig, FreeOrder
+from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
+from hkv.runtime.kv_cache.vllm_compat import FreeOrder
 from hkv.runtime.request import Request
 from vllm.sampling_params import SamplingParams
 from vllm.utils.hashing import sha256
@@ -247,7 +249,7 @@ class Lockstep:
         pytest.fail(f"op {self.n.ops} ({self.last}): {message}")
 
     def _tables(self, live: Live) -> None:
-        ours = [list(t) for t in live.hkv.block_ids]
+        ours = [list(t) for t in self.hkv.block_ids(live.hkv)]
         theirs = [list(t) for t in self.vllm.get_block_ids(live.vllm.request_id)]
         if ours != theirs:
             diff = next(g for g, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
@@ -268,7 +270,7 @@ class Lockstep:
             self.check_all()
 
     def check_all(self) -> None:
-        ours = list(self.hkv_pool._queue)
+        ours = list(chain.from_iterable(self.hkv_pool.free_segments().values()))
         theirs = [b.block_id for b in self.vllm.block_pool.free_block_queue.get_all_free_blocks()]
         if ours != theirs:
             first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
+from hkv.runtime.kv_cache.free_block_queue import FreeSegment
+from rt_pool import cached_block, free_block_ids, is_cached_free, is_protected
 
 H1, H2, H3 = b"h1" * 8, b"h2" * 8, b"h3" * 8
 
@@ -35,24 +37,24 @@ def test_lifecycle_table() -> None:
     # 2. Cache 1 and 2 for group 0; caching twice is a no-op.
     assert pool.cache_block(1, H1, 0) and pool.cache_block(2, H2, 0)
     assert not pool.cache_block(1, H3, 0)
-    assert pool.get_cached_block(H1, 0) == 1 and pool.get_cached_block(H1, 1) is None
+    assert cached_block(pool, H1, 0) == 1 and cached_block(pool, H1, 1) is None
     # 3. Release 2 then 1 (tail first): cached -> LRU back. Release 3 (uncached) -> front.
-    pool.release(2)
-    pool.release(1)
-    pool.release(3)
+    pool.release_blocks([2])
+    pool.release_blocks([1])
+    pool.release_blocks([3])
     refs = []
-    assert list(pool._queue) == [3, 4, 5, 2, 1]
+    assert free_block_ids(pool) == [3, 4, 5, 2, 1]
     pool.check_integrity(refs)
     assert pool.num_in_use_by_group == [0, 0]
     # 4. A hit on H1 touches block 1: it leaves the queue with ref_cnt 1.
     pool.touch([NULL_BLOCK_ID, 1], 0)
     refs = [(1, 0)]
-    assert list(pool._queue) == [3, 4, 5, 2] and pool.ref_cnt[1] == 1
+    assert free_block_ids(pool) == [3, 4, 5, 2] and pool.ref_cnt[1] == 1
     pool.check_integrity(refs)
     # 5. Four blocks for group 1: 3, 4, 5 are plain free, then 2 is evicted (H2 dropped).
     assert pool.allocate(4, 1) == [3, 4, 5, 2]
     refs += [(3, 1), (4, 1), (5, 1), (2, 1)]
-    assert pool.get_cached_block(H2, 0) is None and pool.num_evictions == 1
+    assert cached_block(pool, H2, 0) is None and pool.num_evictions == 1
     assert pool.num_in_use_by_group == [1, 4]
     pool.check_integrity(refs)
 
@@ -63,10 +65,10 @@ def test_shared_block_returns_to_queue_at_last_release() -> None:
     pool.cache_block(block, H1, 0)
     pool.touch([block], 0)
     assert pool.ref_cnt[block] == 2
-    pool.release(block)
-    assert block not in pool._queue
-    pool.release(block)
-    assert block in pool._queue and pool.is_cached_free(block)
+    pool.release_blocks([block])
+    assert block not in free_block_ids(pool)
+    pool.release_blocks([block])
+    assert block in free_block_ids(pool) and is_cached_free(pool, block)
     pool.check_integrity([])
 
 
@@ -74,10 +76,10 @@ def test_cached_free_duplicate_gives_way_to_in_use_copy() -> None:
     pool = BlockPool(0, 5, num_groups=1)
     old, new = pool.allocate(2, 0)
     pool.cache_block(old, H1, 0)
-    pool.release(old)  # cached-free, at the back: queue [3, 4, 1]
+    pool.release_blocks([old])  # cached-free, at the back: queue [3, 4, 1]
     assert pool.cache_block(new, H1, 0)
-    assert pool.get_cached_block(H1, 0) == new
-    assert pool.block_hash[old] is None and list(pool._queue)[0] == old  # plain free, reused next
+    assert cached_block(pool, H1, 0) == new
+    assert pool.block_hash[old] is None and free_block_ids(pool)[0] == old  # plain free, reused next
     pool.check_integrity([(new, 0)])
 
 
@@ -90,81 +92,52 @@ def test_in_use_holder_keeps_its_key() -> None:
     pool.check_integrity([(first, 0), (second, 0)])
 
 
-def test_early_releases_can_be_protected() -> None:
+def test_released_cached_blocks_can_go_to_the_protected_segment() -> None:
     pool = BlockPool(0, 6, num_groups=1)
     a, b, c = pool.allocate(3, 0)
     pool.cache_block(a, H1, 0)
     pool.cache_block(b, H2, 0)
-    owner: list[int] = []
-    pool.release_early([a], owner, protect=True)
-    assert owner == []  # the pool does not protect: an ordinary release
-    pool.protect_early_releases = True
-    pool.release_early([b, c], owner, protect=True)
-    assert owner == [b]  # c is uncached: plain free, front
-    assert list(pool._queue) == [c, 4, 5, a, b] and pool.is_protected(b)
+    pool.release_blocks([a])  # an ordinary cached release: main segment
+    assert pool.release_to([b, c], FreeSegment.PROTECTED) == [b]  # c is uncached: plain free, front
+    assert free_block_ids(pool) == [c, 4, 5, a, b] and is_protected(pool, b)
     assert (pool.num_free_blocks, pool.num_unprotected_free_blocks, pool.num_protected_blocks) == (5, 4, 1)
     assert pool.allocate(4, 0) == [c, 4, 5, a]  # the protected block goes last
-    pool.unprotect(owner)
-    assert not pool.is_protected(b) and pool.num_unprotected_free_blocks == 1
+    pool.unprotect([b])
+    assert not is_protected(pool, b) and pool.num_unprotected_free_blocks == 1
     pool.check_integrity([(c, 0), (4, 0), (5, 0), (a, 0)])
 
 
-def test_early_releases_not_protected_go_cold() -> None:
-    """Pool of 7 (null + 6). A cached block released early without protection is evicted
-    after the uncached free blocks but before every other cached block, older ones included."""
+def test_released_cached_blocks_in_the_cold_segment_go_first() -> None:
+    """Pool of 7 (null + 6). A cached block released to the cold segment is evicted after the
+    uncached free blocks but before every other cached block, older ones included."""
     pool = BlockPool(0, 7, num_groups=1)
-    pool.protect_early_releases = True
     a, b, c, d = pool.allocate(4, 0)
     for block_id, block_hash in ((a, H1), (b, H2), (c, H3)):
         pool.cache_block(block_id, block_hash, 0)
     pool.release_blocks([a])  # an ordinary cached release: main segment
-    owner: list[int] = []
-    pool.release_early([b, d], owner, protect=False)  # b cached: cold; d uncached: front
-    pool.release_early([c], owner, protect=True)  # protected
-    assert owner == [c]
-    assert list(pool._queue) == [d, 5, 6, b, a, c]
+    assert pool.release_to([b, d], FreeSegment.COLD) == [b]  # b cached: cold; d uncached: front
+    assert pool.release_to([c], FreeSegment.PROTECTED) == [c]
+    assert free_block_ids(pool) == [d, 5, 6, b, a, c]
     assert (pool.num_free_blocks, pool.num_unprotected_free_blocks) == (6, 5)
     assert pool.allocate(4, 0) == [d, 5, 6, b]  # the cold block is evicted before a
-    assert pool.get_cached_block(H2, 0) is None and pool.get_cached_block(H1, 0) == a
+    assert cached_block(pool, H2, 0) is None and cached_block(pool, H1, 0) == a
     pool.check_integrity([(d, 0), (5, 0), (6, 0), (b, 0)])
 
 
 def test_cold_block_hit_leaves_the_queue() -> None:
     pool = BlockPool(0, 4, num_groups=1)
-    pool.protect_early_releases = True
     a, b = pool.allocate(2, 0)
     pool.cache_block(a, H1, 0)
-    pool.release_early([a], [], protect=False)
+    pool.release_to([a], FreeSegment.COLD)
     pool.touch([a], 0)
     assert pool.num_free_blocks == 1 and pool.ref_cnt[a] == 1
     pool.check_integrity([(a, 0), (b, 0)])
 
 
-def test_unprotect_leaves_blocks_protected_since_by_another_owner() -> None:
-    """A block one request protected, evicted, reallocated and protected again by a second
-    request stays protected when the first request stops (a stale id of its list)."""
-    pool = BlockPool(0, 3, num_groups=1)
-    pool.protect_early_releases = True
-    first: list[int] = []
-    second: list[int] = []
-    a, b = pool.allocate(2, 0)
-    pool.cache_block(a, H1, 0)
-    pool.release_early([a], first, protect=True)
-    assert first == [a] and pool.is_protected(a)
-    assert pool.allocate(1, 0) == [a]  # the only free block: evicted although protected
-    pool.cache_block(a, H2, 0)
-    pool.release_early([a], second, protect=True)
-    pool.unprotect(first)
-    assert pool.is_protected(a)
-    pool.unprotect(second)
-    assert not pool.is_protected(a)
-    pool.check_integrity([(b, 0)])
-
-
 @pytest.mark.parametrize(("corrupt", "message"), [
     (lambda p: p.ref_cnt.__setitem__(1, 2), "ref_cnt"),
     (lambda p: p.block_group.__setitem__(1, 1), "two groups"),
-    (lambda p: p._cached[0].__setitem__(H2, 1), "hash differs"),
+    (lambda p: p.cached_map(0).__setitem__(H2, 1), "hash differs"),
     (lambda p: p.block_hash.__setitem__(2, H3), "not in the map"),
     (lambda p: p.num_in_use_by_group.__setitem__(0, 5), "in-use counters"),
 ])
@@ -191,7 +164,7 @@ def test_batch_release_puts_uncached_blocks_in_front_in_list_order() -> None:
     pool = BlockPool(0, 6, num_groups=1)
     assert pool.allocate(3, 0) == [1, 2, 3]
     pool.release_blocks([3, 2, 1])  # tail first, as a request is freed
-    assert list(pool._queue) == [3, 2, 1, 4, 5]
+    assert free_block_ids(pool) == [3, 2, 1, 4, 5]
     pool.check_integrity([])
 
 
@@ -201,19 +174,19 @@ def test_keep_duplicates_registers_every_copy() -> None:
     pool = BlockPool(0, 6, num_groups=1, keep_duplicates=True)
     assert pool.allocate(3, 0) == [1, 2, 3]
     assert pool.cache_block(1, H1, 0) and pool.cache_block(2, H1, 0) and pool.cache_block(3, H1, 0)
-    assert pool.get_cached_block(H1, 0) == 1
+    assert cached_block(pool, H1, 0) == 1
     pool.check_integrity([(1, 0), (2, 0), (3, 0)])
     pool.release_blocks([2, 1, 3])  # all cached: LRU back in that order
-    assert list(pool._queue) == [4, 5, 2, 1, 3]
+    assert free_block_ids(pool) == [4, 5, 2, 1, 3]
     pool.check_integrity([])
     assert pool.allocate(3, 0) == [4, 5, 2]  # evicts copy 2 (not the holder): 1 still serves hits
-    assert pool.get_cached_block(H1, 0) == 1 and pool.num_evictions == 1
+    assert cached_block(pool, H1, 0) == 1 and pool.num_evictions == 1
     pool.check_integrity([(4, 0), (5, 0), (2, 0)])
     assert pool.allocate(1, 0) == [1]  # evicts the holder: copy 3 takes over
-    assert pool.get_cached_block(H1, 0) == 3
+    assert cached_block(pool, H1, 0) == 3
     pool.check_integrity([(4, 0), (5, 0), (2, 0), (1, 0)])
     assert pool.allocate(1, 0) == [3]
-    assert pool.get_cached_block(H1, 0) is None
+    assert cached_block(pool, H1, 0) is None
     pool.check_integrity([(4, 0), (5, 0), (2, 0), (1, 0), (3, 0)])
 
 

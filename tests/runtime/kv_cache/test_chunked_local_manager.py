@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hkv.runtime import NULL_BLOCK_ID, CacheConfig, EvictionPolicy, KVCacheManager, Request
 from rt_layouts import CHUNKED, hit_len, ids, lone_manager, make_group, make_layout
+from rt_pool import free_block_ids
 
 # C = 4, block_size 2: a hit of p needs positions [(p // 4 * 4) // 2, p // 2).
 HIT_CASES = [
@@ -40,8 +41,8 @@ def test_lifecycle_block_ids() -> None:
     a.append_output_token(9)
     # 9 computed: skipped = 8 tokens = positions 0..3 -> blocks 4, 3, 2, 1 released tail first.
     assert ids(kv.allocate_slots(a, 1)) == [[]]
-    assert a.block_ids == [[NULL_BLOCK_ID] * 4 + [5]]
-    assert list(pool._queue) == [6, 7, 8, 9, 4, 3, 2, 1]
+    assert kv.block_ids(a) == [[NULL_BLOCK_ID] * 4 + [5]]
+    assert free_block_ids(pool) == [6, 7, 8, 9, 4, 3, 2, 1]
     kv.check_integrity()
     # Another prompt entirely: p = 10 needs position 4 (not cached) -> 8 is a chunk boundary,
     # a hit with no block at all (chunked layers never look before their chunk).

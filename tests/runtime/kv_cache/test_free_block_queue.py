@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hkv.runtime.kv_cache.free_block_queue import FreeBlockQueue
+from hkv.runtime.kv_cache.free_block_queue import FreeBlockQueue, FreeSegment
+from rt_pool import append, append_to, appendleft, popleft, remove
+
+OPS = {"popleft": popleft, "append": append, "appendleft": appendleft, "remove": remove,
+       "move_to_front": lambda queue, block_id: queue.move_to_front(block_id)}
 
 # Queue over blocks 1..5 of a 6-block pool (block 0, the null block, is never queued).
 CASES = [
@@ -27,9 +31,9 @@ def test_order_after_operations(ops: list[tuple[str, int | None]], expected: lis
     queue = FreeBlockQueue(6, range(1, 6))
     for name, arg in ops:
         if arg is None:
-            getattr(queue, name)()
+            OPS[name](queue)
         else:
-            getattr(queue, name)(arg)
+            OPS[name](queue, arg)
         queue.check_integrity()
     assert list(queue) == expected
     assert len(queue) == len(expected)
@@ -38,33 +42,33 @@ def test_order_after_operations(ops: list[tuple[str, int | None]], expected: lis
 
 def test_popleft_returns_front() -> None:
     queue = FreeBlockQueue(4, [3, 1, 2])
-    assert [queue.popleft(), queue.popleft(), queue.popleft()] == [3, 1, 2]
+    assert [popleft(queue), popleft(queue), popleft(queue)] == [3, 1, 2]
 
 
 @pytest.mark.parametrize(("name", "arg"), [("append", 1), ("appendleft", 2), ("remove", 0)])
 def test_misuse_raises(name: str, arg: int) -> None:
     queue = FreeBlockQueue(4, range(1, 4))
     with pytest.raises(AssertionError):
-        getattr(queue, name)(arg)
+        OPS[name](queue, arg)
 
 
 def test_pop_from_empty_raises() -> None:
     queue = FreeBlockQueue(2, range(1, 2))
-    queue.popleft()
+    popleft(queue)
     with pytest.raises(AssertionError, match="pop of 1 from a free queue of 0"):
-        queue.popleft()
+        popleft(queue)
 
 
 def test_integrity_detects_a_block_queued_twice() -> None:
     queue = FreeBlockQueue(6, range(1, 6))
-    queue._main[3] = None  # 3 is also in the front part
+    queue.extend([3])  # unchecked: 3 is also in the front part
     with pytest.raises(AssertionError, match="free queue"):
         queue.check_integrity()
 
 
 def test_integrity_detects_an_id_out_of_range() -> None:
     queue = FreeBlockQueue(6, range(1, 6))
-    queue._front.append(9)
+    queue.extendleft([9])  # unchecked
     with pytest.raises(AssertionError, match="free queue"):
         queue.check_integrity()
 
@@ -72,10 +76,9 @@ def test_integrity_detects_an_id_out_of_range() -> None:
 def test_front_inserts_and_pops_are_bulk_list_operations() -> None:
     """The front part is one list used as a stack: appendleft pushes, pops slice its end."""
     queue = FreeBlockQueue(1000, range(1, 1000))
-    front = queue._front
-    assert queue.popleft_n(3) == [1, 2, 3]
+    assert queue.popleft_n(3) == [1, 2, 3] and queue.num_front == 996
     queue.extendleft([3, 2, 1])  # the last one ends up first
-    assert queue._front is front and list(queue)[:4] == [1, 2, 3, 4]
+    assert list(queue)[:4] == [1, 2, 3, 4] and queue.num_front == 999
     queue.check_integrity()
 
 
@@ -100,14 +103,14 @@ def test_popleft_n() -> None:
 def test_protected_segment_goes_last() -> None:
     """Queue over 1..5; 2 and 4 are protected: pops take the main segment first."""
     queue = FreeBlockQueue(6, [1, 3, 5])
-    queue.append_protected(2)
-    queue.append_protected(4)
-    queue.appendleft(0)
+    append_to(queue, FreeSegment.PROTECTED, 2)
+    append_to(queue, FreeSegment.PROTECTED, 4)
+    appendleft(queue, 0)
     queue.check_integrity()
     assert list(queue) == [0, 1, 3, 5, 2, 4] and queue.is_protected(2) and not queue.is_protected(3)
     assert queue.popleft_n(5) == [0, 1, 3, 5, 2]  # crosses into the protected segment
     queue.check_integrity()
-    queue.append(1)  # main segment: ahead of the remaining protected block
+    append(queue, 1)  # main segment: ahead of the remaining protected block
     assert list(queue) == [1, 4]
     queue.unprotect([4, 1])  # 4 moves to the main segment's back; 1 is not protected
     assert list(queue) == [1, 4] and not queue.is_protected(4)
@@ -117,8 +120,8 @@ def test_protected_segment_goes_last() -> None:
 def test_pops_cross_from_front_to_main_to_protected() -> None:
     queue = FreeBlockQueue(10, [1, 2])
     queue.extend([5, 6])
-    queue.extend_protected([8, 9])
-    queue.appendleft(3)
+    queue.extend_segment(FreeSegment.PROTECTED, [8, 9])
+    appendleft(queue, 3)
     assert list(queue) == [3, 1, 2, 5, 6, 8, 9] and queue.num_front == 3 and queue.num_protected == 2
     assert queue.popleft_n(4) == [3, 1, 2, 5]
     assert queue.popleft_n(2) == [6, 8]
@@ -130,16 +133,16 @@ def test_cold_segment_sits_between_front_and_main() -> None:
     """front [3] | cold [7, 4] | main [5] | protected [8]: pops and removals see that order."""
     queue = FreeBlockQueue(10, [])
     queue.extend([5])
-    queue.extend_protected([8])
-    queue.extend_cold([7, 4])
-    queue.appendleft(3)
+    queue.extend_segment(FreeSegment.PROTECTED, [8])
+    queue.extend_segment(FreeSegment.COLD, [7, 4])
+    appendleft(queue, 3)
     queue.check_integrity()
     assert list(queue) == [3, 7, 4, 5, 8] and len(queue) == 5 and 4 in queue
-    queue.remove(7)  # a hit on a cold block
+    remove(queue, 7)  # a hit on a cold block
     assert list(queue) == [3, 4, 5, 8]
     assert queue.popleft_n(3) == [3, 4, 5]
     assert list(queue) == [8] and 4 not in queue
-    queue.extend_cold([4, 2])
+    queue.extend_segment(FreeSegment.COLD, [4, 2])
     queue.remove_many([2])
     assert queue.popleft_n(2) == [4, 8]
     queue.check_integrity()
@@ -155,9 +158,9 @@ def test_cold_segment_sits_between_front_and_main() -> None:
 def test_reserved_segment_between_main_and_protected(reserve: list[int], expected: list[int],
                                                      expected_reserved: list[int]) -> None:
     queue = FreeBlockQueue(10, [1])
-    queue.extend_cold([2])
+    queue.extend_segment(FreeSegment.COLD, [2])
     queue.extend([3, 4, 5])
-    queue.extend_protected([6])
+    queue.extend_segment(FreeSegment.PROTECTED, [6])
     queue.reserve(reserve)
     queue.check_integrity()
     assert list(queue) == expected and queue.num_reserved == len(expected_reserved)
@@ -170,7 +173,7 @@ def test_reserve_again_returns_the_others_to_the_main_back() -> None:
     queue.extend([1, 2, 3, 4, 5])
     queue.reserve([5, 3, 1])
     assert list(queue) == [2, 4, 5, 3, 1]
-    queue.remove(3)  # a hit on a reserved block
+    remove(queue, 3)  # a hit on a reserved block
     queue.reserve([2, 1])  # 5 is no longer reserved: back of main, ahead of the reserved ones
     assert list(queue) == [4, 5, 2, 1] and queue.num_reserved == 2
     queue.reserve([])

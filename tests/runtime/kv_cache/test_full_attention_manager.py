@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from hkv.runtime import CacheConfig, EvictionPolicy, KVCacheManager, Request
-from rt_layouts import FULL, hit_len, ids, lone_manager, make_group, make_layout
+from rt_layouts import FULL, hit_len, ids, lone_manager, make_group, make_layout, slot_mapping
+from rt_pool import free_block_ids
 
 # block_size 2: position i holds tokens [2i, 2i + 2).
 HIT_CASES = [
@@ -38,7 +39,7 @@ def test_lifecycle_block_ids(policy: EvictionPolicy) -> None:
     kv.free(a)  # caches blocks 1, 2 (tokens 0..7 computed); 3 is partial
     pool = kv.pools[0]
     # Tail first: 3 (uncached) to the front, then 2 and 1 to the back.
-    assert list(pool._queue) == [3, 4, 5, 6, 7, 2, 1]
+    assert free_block_ids(pool) == [3, 4, 5, 6, 7, 2, 1]
     kv.check_integrity()
 
     b = Request("b", list(range(8)) + [90, 91, 92], max_output_len=4)
@@ -46,8 +47,8 @@ def test_lifecycle_block_ids(policy: EvictionPolicy) -> None:
     assert hit.num_tokens == 8 and hit.block_ids == ([1, 2],)
     assert kv.can_admit(b, hit)
     assert ids(kv.allocate_slots(b, 3, hit.num_tokens, hit)) == [[3]]  # 11 tokens: one new block
-    assert b.block_ids == [[1, 2, 3]]
-    assert kv.slot_mapping(b, 0, range(8, 11)) == [12, 13, 14]  # block 3 * 4 + offsets 0..2
+    assert kv.block_ids(b) == [[1, 2, 3]]
+    assert slot_mapping(kv, b, 0, range(8, 11)) == [12, 13, 14]  # block 3 * 4 + offsets 0..2
     kv.check_integrity()
     stats = kv.stats()
     assert (stats.num_query_tokens, stats.num_hit_tokens) == (10 + 11, 8)

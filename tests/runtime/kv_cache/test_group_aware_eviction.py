@@ -12,7 +12,9 @@ from hkv.runtime import (
     SchedulerConfig,
     SlidingRetention,
 )
+from hkv.runtime.kv_cache.request_blocks import RequestBlocks
 from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout
+from rt_pool import free_block_ids, is_cold, is_protected, is_reserved
 
 
 @pytest.mark.parametrize(("policy", "expected_back"), [
@@ -28,7 +30,7 @@ def test_release_order(policy: EvictionPolicy, expected_back: list[int]) -> None
     kv.allocate_slots(request, 8)
     request.num_computed_tokens = 8
     kv.free(request)
-    assert list(kv.pools[0]._queue) == [9, 10, 11] + expected_back
+    assert free_block_ids(kv.pools[0]) == [9, 10, 11] + expected_back
 
 
 def finished_pair(policy: EvictionPolicy) -> tuple[KVCacheManager, Request, Request]:
@@ -81,7 +83,7 @@ def test_one_prefix_goes_as_a_whole(policy: EvictionPolicy, expected_hits: tuple
     assert hits == expected_hits
 
 
-def running_with_released_window(policy: EvictionPolicy) -> tuple[KVCacheManager, list[int]]:
+def running_with_released_window(policy: EvictionPolicy) -> tuple[KVCacheManager, list[int], Request]:
     """Full (block 2) + sliding (W = 3, block 2), dense retention, 20 blocks. Request a (10
     tokens) runs one decode step: it releases sliding positions 0..2 (cached) but keeps running
     and holds its full blocks."""
@@ -91,18 +93,18 @@ def running_with_released_window(policy: EvictionPolicy) -> tuple[KVCacheManager
     a = Request("a", list(range(10)), 4)
     kv.allocate_slots(a, 10)  # full 1..5, sliding 6..10
     # As if a stood on a branch point (test_branch_point_rule checks when a request does).
-    a.protects_early_releases = True
+    kv.request_blocks(a).protects_early_releases = True
     a.num_computed_tokens = 10
     a.append_output_token(1)
     kv.allocate_slots(a, 1)  # 10 computed: sliding positions 0..3 released (blocks 6..9)
     kv.check_integrity()
-    return kv, [9, 8, 7, 6]
+    return kv, [9, 8, 7, 6], a
 
 
 def test_early_releases_of_a_running_request_are_protected() -> None:
-    kv, released = running_with_released_window(EvictionPolicy.GROUP_AWARE)
+    kv, released, _ = running_with_released_window(EvictionPolicy.GROUP_AWARE)
     pool = kv.pools[0]
-    assert all(pool.is_protected(b) for b in released)
+    assert all(is_protected(pool, b) for b in released)
     assert kv.stats().num_protected_blocks == (4,)
     # a holds full 1..5 + 11 and sliding 10 + 12: 19 usable - 8 held = 11 free, 4 of them
     # protected. A hit on the protected window is allowed: the shared 8 tokens need sliding
@@ -117,19 +119,18 @@ def test_early_releases_of_a_running_request_are_protected() -> None:
     small = Request("small", list(range(50, 56)), 1)
     assert kv.can_admit(small)
     kv.allocate_slots(small, 6)
-    assert all(pool.is_protected(b) for b in released)
+    assert all(is_protected(pool, b) for b in released)
     kv.check_integrity()
 
 
 def test_protected_blocks_become_ordinary_when_the_request_stops() -> None:
-    kv, released = running_with_released_window(EvictionPolicy.GROUP_AWARE)
-    [request] = kv._requests.values()
+    kv, released, request = running_with_released_window(EvictionPolicy.GROUP_AWARE)
     kv.free(request)
     pool = kv.pools[0]
     assert pool.num_protected_blocks == 0
     # a's held blocks by descending position (full 5 and sliding 10 at position 4 were not fully
     # computed: uncached, front), then its early releases, oldest release first.
-    assert list(pool._queue)[-8:] == [4, 3, 2, 1] + released
+    assert free_block_ids(pool)[-8:] == [4, 3, 2, 1] + released
     kv.check_integrity()
 
 
@@ -157,33 +158,57 @@ def test_branch_point_rule() -> None:
     y = Request("y", list(range(8)) + [70, 71, 72, 73, 74, 75], 2)
     for request in (x, y):
         run_prefill(kv, request)
-        assert request.closed_hit_len == 8
-    assert (x.protects_early_releases, y.protects_early_releases) == (False, True)
+        assert kv.request_blocks(request).closed_hit_len == 8
+    xb, yb = kv.request_blocks(x), kv.request_blocks(y)
+    assert (xb.protects_early_releases, yb.protects_early_releases) == (False, True)
     pool = kv.pools[0]
     # Sliding positions 4, 5 (tokens 8..11) are each request's own; position 3 is the seed's
     # block, in both hits.
-    x_own, y_own, shared = x.block_ids[1][4:6], y.block_ids[1][4:6], x.block_ids[1][3]
-    assert y.block_ids[1][3] == shared
+    x_own, y_own, shared = xb.block_ids[1][4:6], yb.block_ids[1][4:6], xb.block_ids[1][3]
+    assert yb.block_ids[1][3] == shared
     for request in (x, y):
         request.append_output_token(1)
         kv.allocate_slots(request, 1)  # 14 computed: sliding positions 0..5 released
-    assert [(pool.is_cold(b), pool.is_protected(b)) for b in x_own] == [(True, False)] * 2
-    assert x.protected_block_ids[1] == []
+    assert [(is_cold(pool, b), is_protected(pool, b)) for b in x_own] == [(True, False)] * 2
+    assert xb.protected_block_ids[1] == []
     # y released the shared block last (x's release left it in use): protected with y's own.
-    assert sorted(y.protected_block_ids[1]) == sorted([*y_own, shared])
-    assert all(pool.is_protected(b) for b in y.protected_block_ids[1])
+    assert sorted(yb.protected_block_ids[1]) == sorted([*y_own, shared])
+    assert all(is_protected(pool, b) for b in yb.protected_block_ids[1])
     kv.check_integrity()
     x.num_computed_tokens += 1
     kv.free(x)
     z = Request("z", [*x.token_ids, 80, 81, 82], 1)
     run_prefill(kv, z)
-    assert z.closed_hit_len == 14 and not z.protects_early_releases
+    zb = kv.request_blocks(z)
+    assert zb.closed_hit_len == 14 and not zb.protects_early_releases
     kv.check_integrity()
 
 
+def test_stop_leaves_blocks_protected_since_by_another_request() -> None:
+    """A block one request protected, evicted, reallocated and protected again by a second
+    request stays protected when the first request stops (a stale id of its owner list)."""
+    kv = KVCacheManager(make_layout([make_group(FULL, 2)], [3], max_model_len=32),
+                        CacheConfig(eviction_policy=EvictionPolicy.GROUP_AWARE))
+    pool, policy = kv.pools[0], kv.eviction
+    first, second = (RequestBlocks(Request(name, [1], 1), 1) for name in ("first", "second"))
+    first.protects_early_releases = second.protects_early_releases = True
+    a, b = pool.allocate(2, 0)
+    pool.cache_block(a, b"h1" * 8, 0)
+    policy.release_early(first, pool, 0, [a])
+    assert first.protected_block_ids == [[a]] and is_protected(pool, a)
+    assert pool.allocate(1, 0) == [a]  # the only free block: evicted although protected
+    pool.cache_block(a, b"h2" * 8, 0)
+    policy.release_early(second, pool, 0, [a])
+    policy.free_request(first)  # holds no block: only its protections end
+    assert is_protected(pool, a)
+    policy.free_request(second)
+    assert not is_protected(pool, a)
+    pool.check_integrity([(b, 0)])
+
+
 def test_lru_does_not_protect() -> None:
-    kv, released = running_with_released_window(EvictionPolicy.LRU)
-    assert not any(kv.pools[0].is_protected(b) for b in released)
+    kv, released, _ = running_with_released_window(EvictionPolicy.LRU)
+    assert not any(is_protected(kv.pools[0], b) for b in released)
 
 
 def test_stop_warms_the_cold_block_its_final_hit_needs() -> None:
@@ -198,16 +223,16 @@ def test_stop_warms_the_cold_block_its_final_hit_needs() -> None:
                         CacheConfig(eviction_policy=EvictionPolicy.GROUP_AWARE))
     a = Request("a", list(range(10)), 2)
     run_prefill(kv, a)
-    pos3 = a.block_ids[1][3]
+    pos3 = kv.block_ids(a)[1][3]
     a.append_output_token(1)
     kv.allocate_slots(a, 1)
     pool = kv.pools[0]
-    assert a.block_ids[1][3] == 0 and pool.is_cold(pos3)
+    assert kv.block_ids(a)[1][3] == 0 and is_cold(pool, pos3)
     a.num_computed_tokens += 1
-    held_full = [b for b in a.block_ids[0] if pool.block_hash[b] is not None]
+    held_full = [b for b in kv.block_ids(a)[0] if pool.block_hash[b] is not None]
     kv.free(a)
-    queue = list(pool._queue)
-    assert not pool.is_cold(pos3) and pos3 in queue
+    queue = free_block_ids(pool)
+    assert not is_cold(pool, pos3) and pos3 in queue
     assert queue.index(pos3) < min(queue.index(b) for b in held_full)
     kv.check_integrity()
     again = Request("again", [*range(10), 1, 5], 1)
@@ -228,7 +253,7 @@ def reservation_setup(policy: EvictionPolicy, limit: int = 8) -> tuple[KVCacheMa
     waiting = {name: Request(name, [*range(base, base + 6), 30 + i], 1)
                for i, (name, base) in enumerate((("A", 0), ("B", 10), ("C", 20)))}
     waiting["D"] = Request("D", [0, 1, 2, 3, 40, 41, 42], 1)
-    assert list(kv.pools[0]._queue)[-9:] == [3, 2, 1, 6, 5, 4, 9, 8, 7]
+    assert free_block_ids(kv.pools[0])[-9:] == [3, 2, 1, 6, 5, 4, 9, 8, 7]
     return kv, waiting
 
 
@@ -249,9 +274,9 @@ def test_reservation_order(policy: EvictionPolicy, limit: int, queue_order: str,
     kv.reserve_waiting_hits([waiting[name] for name in queue_order])
     pool = kv.pools[0]
     cached = expected_main + expected_reserved
-    assert list(pool._queue)[-len(cached):] == cached
+    assert free_block_ids(pool)[-len(cached):] == cached
     assert pool.num_reserved_blocks == len(expected_reserved)
-    assert all(pool.is_reserved(b) for b in expected_reserved)
+    assert all(is_reserved(pool, b) for b in expected_reserved)
     kv.check_integrity()
 
 
@@ -266,9 +291,9 @@ def test_reservation_counts_as_free_and_is_evicted_back_first() -> None:
     assert kv.allocate_slots(big, 26) is not None
     assert [kv.get_computed_blocks(r).num_tokens for r in (a, b, c)] == [6, 6, 0]
     kv.reserve_waiting_hits([c, b])  # a new order (a preemption): reserved again from scratch,
-    assert list(kv.pools[0]._queue) == [3, 2, 1, 6, 5, 4]  # A's blocks go to the back of main
+    assert free_block_ids(kv.pools[0]) == [3, 2, 1, 6, 5, 4]  # A's blocks go to the back of main
     kv.drop_reservation()
-    assert kv.pools[0].num_reserved_blocks == 0 and list(kv.pools[0]._queue) == [3, 2, 1, 6, 5, 4]
+    assert kv.pools[0].num_reserved_blocks == 0 and free_block_ids(kv.pools[0]) == [3, 2, 1, 6, 5, 4]
     kv.check_integrity()
 
 
@@ -288,6 +313,6 @@ def test_incremental_reservation_matches_the_queue_order(windows: list[str], exp
         kv.reserve_waiting_hits([waiting[name] for name in window])
     pool = kv.pools[0]
     cached = expected_main + expected_reserved
-    assert list(pool._queue)[-len(cached):] == cached
+    assert free_block_ids(pool)[-len(cached):] == cached
     assert pool.num_reserved_blocks == len(expected_reserved)
     kv.check_integrity()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hkv.runtime import NULL_BLOCK_ID, KVCacheManager, Request
 from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout, plant
+from rt_pool import is_cached_free
 
 N = NULL_BLOCK_ID
 TOKENS = list(range(100, 116))  # 16 tokens; requests add one more so max_len = 16
@@ -59,7 +60,7 @@ def test_identical_groups_share_one_lookup() -> None:
     max_len 8: p = 8 needs position 3 (g1 lacks it) -> p = 6 needs position 2."""
     groups = [make_group(SLIDING, 2, window=3), make_group(SLIDING, 2, window=3)]
     kv = KVCacheManager(make_layout(groups, [32], max_model_len=32))
-    assert len(kv.coordinator._open_batches) == 1
+    assert len(kv.coordinator.open_batches) == 1
     plant(kv, TOKENS, 0, {0, 1, 2, 3})
     plant(kv, TOKENS, 1, {0, 1, 2})
     assert kv.get_computed_blocks(Request("r", TOKENS[:9], 1)).num_tokens == 6
@@ -77,6 +78,6 @@ def test_hit_blocks_come_from_every_group_or_none() -> None:
     assert pool.ref_cnt[planted[1][3]] == 1 and pool.ref_cnt[planted[1][2]] == 0  # window only
     # The checkpoint at 16 was the copy source of the new live state; with one state block it
     # is released again at once and stays cached.
-    assert pool.is_cached_free(planted[2][3])
-    assert request.state_copies == [(2, planted[2][3], request.block_ids[2][-1])]
+    assert is_cached_free(pool, planted[2][3])
+    assert kv.request_blocks(request).state_copies == [(2, planted[2][3], kv.block_ids(request)[2][-1])]
     kv.check_integrity()

@@ -13,11 +13,12 @@ from hkv.runtime import (
     Request,
     SlidingRetention,
 )
-from rt_layouts import FULL, RECURRENT, SLIDING, ids, make_group, make_layout
+from rt_layouts import FULL, RECURRENT, SLIDING, ids, make_group, make_layout, slot_mapping
+from rt_pool import free_block_ids
 
 
 def snapshot(kv: KVCacheManager) -> list[object]:
-    return [(list(p._queue), list(p.ref_cnt), list(p.block_hash)) for p in kv.pools.values()]
+    return [(free_block_ids(p), list(p.ref_cnt), list(p.block_hash)) for p in kv.pools.values()]
 
 
 def test_allocation_that_does_not_fit_changes_nothing() -> None:
@@ -28,7 +29,7 @@ def test_allocation_that_does_not_fit_changes_nothing() -> None:
     before = snapshot(kv)
     request = Request("r", list(range(10)), 1)
     assert kv.allocate_slots(request, 10) is None
-    assert snapshot(kv) == before and kv.num_running_requests == 0
+    assert snapshot(kv) == before and kv.block_ids(request) == ()
     assert ids(kv.allocate_slots(request, 6)) == [[1, 2, 3], [1, 2, 3]]  # a smaller chunk fits
     kv.check_integrity()
 
@@ -61,15 +62,16 @@ def test_slots_are_capped_at_max_model_len() -> None:
     assert ids(kv.allocate_slots(request, 8, num_lookahead_tokens=8)) == [[1, 2]]
 
 
-def test_slot_mapping_and_block_table() -> None:
+def test_block_ids_view() -> None:
     groups = [make_group(FULL, 4), make_group(RECURRENT, 4)]
     kv = KVCacheManager(make_layout(groups, [10], max_model_len=32))
     request = Request("r", list(range(6)), 1)
+    assert kv.block_ids(request) == ()  # holds nothing yet
     kv.allocate_slots(request, 6)  # full [1, 2], recurrent [null, 3]
-    assert kv.block_table(request, 0) == (1, 2)
-    assert kv.slot_mapping(request, 0, range(3, 6)) == [1 * 4 + 3, 2 * 4 + 0, 2 * 4 + 1]
-    with pytest.raises(ValueError, match="recurrent"):
-        kv.slot_mapping(request, 1, range(6))
+    assert ids(kv.block_ids(request)) == [[1, 2], [0, 3]]
+    assert slot_mapping(kv, request, 0, range(3, 6)) == [1 * 4 + 3, 2 * 4 + 0, 2 * 4 + 1]
+    kv.free(request)
+    assert kv.block_ids(request) == ()
 
 
 def test_caching_off_means_no_hits_and_no_hashes() -> None:
@@ -113,17 +115,18 @@ def test_integrity_catches_a_table_pointing_at_a_free_block() -> None:
     kv = KVCacheManager(make_layout([make_group(FULL, 2)], [6], max_model_len=32))
     request = Request("r", list(range(4)), 1)
     kv.allocate_slots(request, 4)
-    request.block_ids[0].append(5)  # a block the request never got
+    kv.request_blocks(request).block_ids[0].append(5)  # a block the request never got
     with pytest.raises(AssertionError, match="block 5"):
         kv.check_integrity()
 
 
-def test_public_remove_skipped_blocks() -> None:
+def test_allocation_releases_skipped_blocks_first() -> None:
     kv = KVCacheManager(make_layout([make_group(SLIDING, 2, window=2)], [10], max_model_len=32))
     request = Request("r", list(range(8)), 1)
     kv.allocate_slots(request, 8)
-    kv.remove_skipped_blocks(request, 8)  # skipped = 7 tokens -> positions 0..2
-    assert request.block_ids == [[0, 0, 0, 4]]
+    request.num_computed_tokens = 8
+    assert kv.allocate_slots(request, 0) is kv.no_new_blocks  # skipped = 7 tokens -> positions 0..2
+    assert kv.block_ids(request) == [[0, 0, 0, 4]]
     kv.check_integrity()
 
 
@@ -176,7 +179,7 @@ def test_lru_free_order(order: FreeOrder) -> None:
     assert ids(kv.allocate_slots(request, 4)) == [[1, 2], [3, 4]]
     request.num_computed_tokens = 4
     kv.free(request)
-    cached = [b for b in kv.pools[0]._queue if kv.pools[0].block_hash[b] is not None]
+    cached = [b for b in free_block_ids(kv.pools[0]) if kv.pools[0].block_hash[b] is not None]
     assert cached == ([2, 1, 4, 3] if order is FreeOrder.GROUP_BY_GROUP else [4, 3, 2, 1])
     kv.check_integrity()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hkv.runtime import NULL_BLOCK_ID, KVCacheManager, Request
 from rt_layouts import RECURRENT, hit_len, ids, lone_manager, make_group, make_layout
+from rt_pool import free_block_ids, is_cached_free
 
 N = NULL_BLOCK_ID
 
@@ -37,13 +38,14 @@ def test_one_state_block_lifecycle() -> None:
     pool = kv.pools[0]
     a = Request("a", list(range(10)), max_output_len=4)
     assert ids(kv.allocate_slots(a, 8)) == [[1]]  # a step ending on the boundary 8
-    assert a.block_ids == [[N, 1]] and a.state_copies == []  # fresh state: nothing to copy
+    # A fresh state: nothing to copy.
+    assert kv.block_ids(a) == [[N, 1]] and kv.request_blocks(a).state_copies == []
     a.num_computed_tokens = 8
     # Next step: block 1 holds the state at 8 -> cached as a checkpoint; the live state moves to
     # position 2. With one state block, 1 is released first (cached: LRU back) and 2 is popped.
     assert ids(kv.allocate_slots(a, 2)) == [[2]]
-    assert a.block_ids == [[N, N, 2]] and a.state_copies == [(0, 1, 2)]
-    assert list(pool._queue) == [3, 4, 5, 6, 7, 1] and pool.is_cached_free(1)
+    assert kv.block_ids(a) == [[N, N, 2]] and kv.request_blocks(a).state_copies == [(0, 1, 2)]
+    assert free_block_ids(pool) == [3, 4, 5, 6, 7, 1] and is_cached_free(pool, 1)
     a.num_computed_tokens = 10
     kv.check_integrity()
 
@@ -53,8 +55,8 @@ def test_one_state_block_lifecycle() -> None:
     assert kv.can_admit(b, hit)
     # Touch 1, release it again (one state block), pop 3; the runner copies 1 -> 3.
     assert ids(kv.allocate_slots(b, 3, 8, hit)) == [[3]]
-    assert b.block_ids == [[N, N, 3]] and b.state_copies == [(0, 1, 3)]
-    assert pool.is_cached_free(1)
+    assert kv.block_ids(b) == [[N, N, 3]] and kv.request_blocks(b).state_copies == [(0, 1, 3)]
+    assert is_cached_free(pool, 1)
     kv.check_integrity()
     kv.free(a)
     kv.free(b)
@@ -68,11 +70,11 @@ def test_two_state_blocks_keep_the_source_until_the_next_step() -> None:
     kv.allocate_slots(a, 8)
     a.num_computed_tokens = 8
     assert ids(kv.allocate_slots(a, 2)) == [[2]]
-    assert a.block_ids == [[N, 1, 2]] and a.state_copies == [(0, 1, 2)]
+    assert kv.block_ids(a) == [[N, 1, 2]] and kv.request_blocks(a).state_copies == [(0, 1, 2)]
     a.num_computed_tokens = 10
     kv.allocate_slots(a, 1)  # 10 computed: position 1 is no longer needed
-    assert a.block_ids == [[N, N, 2]]
-    assert kv.pools[0].is_cached_free(1) and kv.stats().num_early_released_blocks == (1,)
+    assert kv.block_ids(a) == [[N, N, 2]]
+    assert is_cached_free(kv.pools[0], 1) and kv.stats().num_early_released_blocks == (1,)
     kv.check_integrity()
 
 
@@ -82,7 +84,7 @@ def test_state_inside_a_block_is_updated_in_place() -> None:
     assert ids(kv.allocate_slots(a, 5)) == [[1]]
     a.num_computed_tokens = 5
     assert ids(kv.allocate_slots(a, 1)) == [[]]  # tokens 5 -> 6 stay in position 1
-    assert a.block_ids == [[N, 1]] and a.state_copies == []
+    assert kv.block_ids(a) == [[N, 1]] and kv.request_blocks(a).state_copies == []
 
 
 def test_no_checkpoint_when_a_step_crosses_the_boundary() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from hkv.runtime import NULL_BLOCK_ID, CacheConfig, EvictionPolicy, KVCacheManager, Request, SlidingRetention
-from rt_layouts import FULL, SLIDING, hit_len, ids, lone_manager, make_group, make_layout
+from rt_layouts import FULL, SLIDING, hash_tokens, hit_len, ids, lone_manager, make_group, make_layout
+from rt_pool import cached_block, free_block_ids, is_cold, is_protected
 
 # W = 5, block_size 2: a hit of p needs tokens [p - 4, p), i.e. positions [(p - 4) // 2, p // 2).
 HIT_CASES = [
@@ -46,8 +47,8 @@ def test_lifecycle_block_ids(policy: EvictionPolicy) -> None:
     # Decode: cache blocks 1..4 (8 tokens computed), then release what 9 computed tokens no
     # longer need: skipped = 9 - 3 = 6 tokens = positions 0..2 -> blocks 3, 2, 1 (tail first).
     assert ids(kv.allocate_slots(a, 1)) == [[]]
-    assert a.block_ids == [[NULL_BLOCK_ID, NULL_BLOCK_ID, NULL_BLOCK_ID, 4, 5]]
-    assert list(pool._queue) == [6, 7, 8, 9, 3, 2, 1]
+    assert kv.block_ids(a) == [[NULL_BLOCK_ID, NULL_BLOCK_ID, NULL_BLOCK_ID, 4, 5]]
+    assert free_block_ids(pool) == [6, 7, 8, 9, 3, 2, 1]
     assert kv.stats().num_early_released_blocks == (3,)
     kv.check_integrity()
 
@@ -61,7 +62,7 @@ def test_lifecycle_block_ids(policy: EvictionPolicy) -> None:
     # Group-aware: a's hit point was no other request's (it had none), so what it released early
     # is cold (evicted first, counted as free), not protected: the queue order is the same.
     if policy is EvictionPolicy.GROUP_AWARE:
-        assert [(pool.is_cold(x), pool.is_protected(x)) for x in (3, 2, 1)] == [(True, False)] * 3
+        assert [(is_cold(pool, x), is_protected(pool, x)) for x in (3, 2, 1)] == [(True, False)] * 3
     assert kv.can_admit(b, hit)
     assert ids(kv.allocate_slots(b, 3, 8, hit)) == [[6, 7]]  # 11 tokens -> positions 4, 5
     assert pool.ref_cnt[4] == 2 and pool.ref_cnt[3] == 1
@@ -97,8 +98,8 @@ def test_hit_points_cache_only_windows_before_expected_hits() -> None:
         return hit.num_tokens
 
     def cached_sliding_positions(tokens: list[int]) -> set[int]:
-        hashes = kv.hasher.hash_tokens(tokens)
-        return {i for i, h in enumerate(hashes) if kv.pools[0].get_cached_block(h, 1) is not None}
+        hashes = hash_tokens(kv.hasher, tokens)
+        return {i for i, h in enumerate(hashes) if cached_block(kv.pools[0], h, 1) is not None}
 
     shared = list(range(8))
     a = shared + [20, 21, 22, 23]  # 12 tokens

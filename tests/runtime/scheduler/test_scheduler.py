@@ -17,7 +17,7 @@ from hkv.runtime import (
     SchedulerOutput,
 )
 from rt_harness import FakeRunner, drive
-from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout
+from rt_layouts import FULL, RECURRENT, SLIDING, make_group, make_layout, slot_mapping
 
 
 def step(scheduler: Scheduler, token: int = 7) -> SchedulerOutput:
@@ -128,7 +128,7 @@ def test_outputs_carry_tables_and_increments() -> None:
     third = scheduler.schedule()  # position 4: one new block per group
     assert third.scheduled[0].block_ids == ((5,), (6,))
     tables.apply(third)
-    assert tables.slot_mapping("a", 0, range(4, 5)) == kv.slot_mapping(request, 0, range(4, 5)) == [10]
+    assert tables.slot_mapping("a", 0, range(4, 5)) == slot_mapping(kv, request, 0, range(4, 5)) == [10]
     assert tables.table("a", 1)[-1] == 6
 
 
