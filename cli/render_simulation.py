@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hkv.runtime.simulation.simulation_report import SimulationReport
+from hkv.runtime.simulation.split_sweep import SplitTrial
 
 
 def render_simulation(reports: list[SimulationReport], console: Console) -> None:
@@ -37,3 +38,15 @@ def render_simulation(reports: list[SimulationReport], console: Console) -> None
             groups.add_row(str(i), g.kind, str(g.num_layers), f"{g.peak_blocks:,}", f"{g.mean_blocks:,.1f}",
                            f"{g.early_released_blocks:,}")
         console.print(groups)
+
+
+def render_split_sweep(trials: list[SplitTrial], best: SplitTrial, console: Console) -> None:
+    table = Table(title="partitioned pool split sweep (lower simulated time is better)")
+    for col in ("EXPECTED_AVERAGE_SEQ_LENGTH", "simulated s", "steps", "preemptions", "mean running", "hit rate"):
+        table.add_column(col, justify="right")
+    for t in trials:
+        mark = " *" if t is best else ""
+        table.add_row(f"{t.expected_avg_seq_len:,}{mark}", f"{t.simulated_s:,.1f}", f"{t.num_steps:,}",
+                      f"{t.num_preemptions:,}", f"{t.mean_running:.1f}", f"{t.prefix_hit_rate:.1%}")
+    console.print(table)
+    console.print(f"best: EXPECTED_AVERAGE_SEQ_LENGTH={best.expected_avg_seq_len}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Annotated
 
 import typer
@@ -166,35 +166,15 @@ def _probe(the_plan, names, output_format, assumed) -> None:
 
 
 def _sweep(spec, cfg, requests, sim_cfg, output_format, assumed) -> None:
-    from hkv.runtime.simulation.simulator import Simulator
+    from hkv.runtime.simulation.split_sweep import best_split, sweep_split
 
-    max_len = cfg.max_model_len or spec.max_model_len
-    mean_len = sum(r.prompt_len + r.output_len for r in requests) // len(requests)
-    candidates = sorted({max(1, mean_len)} | {2**k for k in range(8, 40) if 2**k <= max_len} | {max_len})
-    rows = []
-    for split in candidates:
-        split_plan = plan(spec, replace(cfg, expected_avg_seq_len=split, primary_layout="partitioned"))
-        layout = split_plan.reports["partitioned"].layout
-        check_pools_hold_a_block(layout, split_plan.budget.available_bytes)
-        report = Simulator(layout, requests, sim_cfg).run()
-        rows.append({"expected_avg_seq_len": split, "simulated_s": report.simulated_s,
-                     "num_steps": report.num_steps, "num_preemptions": report.num_preemptions,
-                     "mean_running": report.mean_running, "prefix_hit_rate": report.prefix_hit_rate,
-                     "num_finished": report.num_finished})
-        if report.interrupted:
-            break
-    best = min(rows, key=lambda r: (r["simulated_s"], r["num_preemptions"]))
+    trials = sweep_split(spec, cfg, requests, sim_cfg)
+    best = best_split(trials)
     if output_format is OutputFormat.json:
-        write_json({"schema_version": 1, "assumed": assumed, "sweep": rows,
-                    "best_expected_avg_seq_len": best["expected_avg_seq_len"]})
+        write_json({"schema_version": 1, "assumed": assumed, "sweep": [asdict(t) for t in trials],
+                    "best_expected_avg_seq_len": best.expected_avg_seq_len})
         return
+    from hkv.cli.render_simulation import render_split_sweep
+
     _note_assumed(assumed)
-    table = Table(title="partitioned pool split sweep (lower simulated time is better)")
-    for col in ("EXPECTED_AVERAGE_SEQ_LENGTH", "simulated s", "steps", "preemptions", "mean running", "hit rate"):
-        table.add_column(col, justify="right")
-    for r in rows:
-        mark = " *" if r is best else ""
-        table.add_row(f"{r['expected_avg_seq_len']:,}{mark}", f"{r['simulated_s']:,.1f}", f"{r['num_steps']:,}",
-                      f"{r['num_preemptions']:,}", f"{r['mean_running']:.1f}", f"{r['prefix_hit_rate']:.1%}")
-    stdout_console().print(table)
-    stdout_console().print(f"best: EXPECTED_AVERAGE_SEQ_LENGTH={best['expected_avg_seq_len']}")
+    render_split_sweep(trials, best, stdout_console())

@@ -31,7 +31,3 @@ class BlockTables:
         """slot = block_id * block_size + offset for each position (attention groups)."""
         size, table = self.block_sizes[group_id], self._tables[request_id][group_id]
         return [table[p // size] * size + p % size for p in positions]
-
-    def state_block(self, request_id: str, group_id: int) -> int:
-        """The live recurrent state block: the table's last entry."""
-        return self._tables[request_id][group_id][-1]
