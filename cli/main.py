@@ -9,6 +9,7 @@ from hkv.cli.models_command import models_command
 from hkv.cli.plan_command import plan_command
 from hkv.cli.run_command import run_command
 from hkv.cli.simulate_command import simulate_command
+from hkv.cli.verify_command import verify_command
 
 app = typer.Typer(
     name="hkv",
@@ -23,6 +24,7 @@ app.command("models")(models_command)
 app.command("gpus")(gpus_command)
 app.command("simulate")(simulate_command)
 app.command("run")(run_command)
+app.command("verify")(verify_command)
 
 
 def main() -> None:
