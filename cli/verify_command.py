@@ -90,7 +90,8 @@ def verify_command(
                  f"{ran['num_preemptions']} preemptions")
             return ran["num_preemptions"] == 0 and ran["max_running"] == num_requests
 
-        hint = _predicted_sustained(report) or report.capacity.max_num_requests
+        predicted = _predicted_sustained(report)  # else start from what fits at once by the log line
+        hint = report.capacity.max_num_requests if predicted is None else predicted
         search = search_sustained(runs_clean, hint, cfg.max_num_seqs)
     checks = verify_checks(report, settings, ready, startup, search)
     doc = verify_to_dict(model, engine.platform, settings, ready, (max_len - output_len, output_len),

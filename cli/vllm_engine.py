@@ -107,7 +107,7 @@ class VllmEngine:
             if message["event"] == "error":
                 hint = f"; {SETUP_HINT}" if message["stage"] == "import" else ""
                 raise self._died(f"failed at {message['stage']}: {message['message']}{hint}")
-            assert message["event"] == event, f"driver sent {message['event']}, expected {event}"
+            assert message.pop("event") == event, f"driver sent another event than {event}"
             return message
         self._proc.wait()
         return_code = self._proc.returncode
