@@ -9,6 +9,7 @@ has ok = None: reported, never a failure.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import ceil
 from typing import Any
 
 from hkv.cli.sustained_search import SustainedSearch
@@ -39,20 +40,34 @@ def _compared(name: str, predicted: Any, measured: Any, note: str = "") -> Check
     return Check(name, predicted, measured, predicted == measured, note)
 
 
+def _measurement_limit(search: SustainedSearch, request_lens: tuple[int, int], engine: dict[str, Any]) -> str:
+    """Why the measured sustained figure may read low, "" when it cannot. Requests are admitted one
+    prefill after another (ceil(prompt_len / max_num_batched_tokens) steps each); N overlap only if
+    the first one's output (output_len steps) outlasts N - 1 such prefills."""
+    if search.capped:
+        return f"capped: {search.sustained} (max_num_seqs) requests ran clean, vLLM may sustain more"
+    prompt_len, output_len = request_lens
+    prefill_steps = ceil(prompt_len / engine["max_num_batched_tokens"])
+    if search.sustained * prefill_steps > output_len:
+        return (f"may read low: {search.sustained + 1} requests need {search.sustained * prefill_steps} "
+                f"prefill steps after the first, more than its {output_len} output tokens")
+    return ""
+
+
 def verify_checks(report: LayoutReport, settings: EngineSettings, engine: dict[str, Any],
-                  startup: StartupLog, search: SustainedSearch) -> list[Check]:
-    """`engine` is what the driver's "ready" event said vLLM resolved."""
+                  startup: StartupLog, search: SustainedSearch, request_lens: tuple[int, int]) -> list[Check]:
+    """`engine` is what the driver's "ready" event said vLLM resolved; `request_lens` the
+    (prompt_len, output_len) of the sustained runs' requests."""
     layout = report.layout
     predicted_line = vllm_log_lines(layout, "current", settings.device_name)[0]
     predicted_notes = sorted(n for n in layout.notes if any(key in n for key in NOTE_KEYS))
-    capped = (f"capped: {search.sustained} (max_num_seqs) requests ran clean, vLLM may sustain more"
-              if search.capped else "")
+    limit = _measurement_limit(search, request_lens, engine)
     predicted_sustained = _predicted_sustained(report)
     if predicted_sustained is None:
         sustained = Check("sustained concurrency", None, search.sustained, None,
-                          "; ".join(filter(None, (NO_SUSTAINED_PREDICTION, capped))))
+                          "; ".join(filter(None, (NO_SUSTAINED_PREDICTION, limit))))
     else:
-        sustained = _compared("sustained concurrency", predicted_sustained, search.sustained, capped)
+        sustained = _compared("sustained concurrency", predicted_sustained, search.sustained, limit)
     return [
         _compared("capacity line", predicted_line, startup.capacity_line,
                   "" if startup.capacity_line else "vLLM logged no capacity line"),

@@ -93,9 +93,9 @@ def verify_command(
         predicted = _predicted_sustained(report)  # else start from what fits at once by the log line
         hint = report.capacity.max_num_requests if predicted is None else predicted
         search = search_sustained(runs_clean, hint, cfg.max_num_seqs)
-    checks = verify_checks(report, settings, ready, startup, search)
-    doc = verify_to_dict(model, engine.platform, settings, ready, (max_len - output_len, output_len),
-                         runs, checks)
+    request_lens = (max_len - output_len, output_len)
+    checks = verify_checks(report, settings, ready, startup, search, request_lens)
+    doc = verify_to_dict(model, engine.platform, settings, ready, request_lens, runs, checks)
     if output_format is OutputFormat.json:
         write_json(doc)
     else:

@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hkv.cli.main import app
-from hkv.cli.sustained_search import search_sustained
+from hkv.cli.sustained_search import SustainedSearch, search_sustained
+from hkv.cli.verify_checks import _measurement_limit
 from hkv.cli.vllm_engine_args import engine_settings
 from hkv.cli.vllm_startup_log import parse_startup_log
 from hkv.planner.memory_budget import MemoryBudget
@@ -112,3 +113,13 @@ def test_vllm_python_missing_is_bad_input(tmp_path):
     result = runner.invoke(app, VERIFY + ["--vllm-python", str(tmp_path / "no-python")])
     assert result.exit_code == 1
     assert "no such executable" in result.stderr
+
+
+@pytest.mark.parametrize("sustained, capped, expected_start", [
+    (20, False, ""),  # 20 x ceil(896 / 256) = 80 prefill steps <= 128 output tokens
+    (33, False, "may read low"),  # 33 x 4 = 132 > 128
+    (32, True, "capped"),
+])
+def test_measurement_limit(sustained, capped, expected_start):
+    note = _measurement_limit(SustainedSearch(sustained, capped, ()), (896, 128), {"max_num_batched_tokens": 256})
+    assert note.startswith(expected_start) and bool(note) == bool(expected_start)
