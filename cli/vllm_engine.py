@@ -81,8 +81,8 @@ class VllmEngine:
 
     def close(self) -> None:
         if self._proc.poll() is None:
-            try:
-                self._send({"stop": True})
+            try:  # not through _send: a failed write here must not raise (close runs on errors too)
+                self._proc.stdin.write(json.dumps({"stop": True}) + "\n")  # type: ignore[union-attr]
                 self._proc.stdin.close()  # type: ignore[union-attr]
                 self._proc.wait(timeout=60)
             except (OSError, subprocess.TimeoutExpired):
