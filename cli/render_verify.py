@@ -7,8 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from hkv.cli.verify_checks import Check, all_ok
-from hkv.cli.vllm_engine_args import EngineSettings
+from hkv.runtime.verify.verify_checks import Check, all_ok
+from hkv.runtime.verify.vllm_engine_args import EngineSettings
 
 
 def verify_to_dict(model: str, platform: dict[str, Any], settings: EngineSettings, engine: dict[str, Any],

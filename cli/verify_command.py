@@ -16,11 +16,11 @@ from hkv.cli.plan_options import (
     NoPrefixOpt, PlanOptions, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt,
 )
 from hkv.cli.render_verify import render_verify, verify_to_dict
-from hkv.cli.sustained_search import search_sustained
-from hkv.cli.verify_checks import _predicted_sustained, verify_checks
-from hkv.cli.vllm_engine import VllmEngine, resolve_vllm_python
-from hkv.cli.vllm_engine_args import engine_settings
-from hkv.cli.vllm_startup_log import parse_startup_log
+from hkv.runtime.verify.sustained_search import search_sustained
+from hkv.runtime.verify.verify_checks import _predicted_sustained, verify_checks
+from hkv.runtime.verify.vllm_engine import VllmEngine, resolve_vllm_python
+from hkv.runtime.verify.vllm_engine_args import engine_settings
+from hkv.runtime.verify.vllm_startup_log import parse_startup_log
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.memory_budget import compute_memory_budget, does_not_fit_error

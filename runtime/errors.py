@@ -19,3 +19,7 @@ class RequestTooLongError(RuntimeCacheError):
 
 class InvalidOptionError(RuntimeCacheError, ValueError):
     """A runtime option (sampling, lengths, device) has a value the runtime cannot use."""
+
+
+class VllmUnavailableError(InputError):
+    """No interpreter that imports vLLM was given or found, or vLLM refused to start (hkv verify)."""

@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from hkv.cli.main import app
-from hkv.cli.sustained_search import SustainedSearch, search_sustained
-from hkv.cli.verify_checks import _measurement_limit
-from hkv.cli.vllm_engine_args import engine_settings
-from hkv.cli.vllm_startup_log import parse_startup_log
+from hkv.runtime.verify.sustained_search import SustainedSearch, search_sustained
+from hkv.runtime.verify.verify_checks import _measurement_limit
+from hkv.runtime.verify.vllm_engine_args import engine_settings
+from hkv.runtime.verify.vllm_startup_log import parse_startup_log
 from hkv.planner.memory_budget import MemoryBudget
 from hkv.planner.plan_config import PlanConfig
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Any
 
-from hkv.cli.sustained_search import SustainedSearch
-from hkv.cli.vllm_engine_args import EngineSettings
-from hkv.cli.vllm_startup_log import NOTE_KEYS, StartupLog
+from hkv.runtime.verify.sustained_search import SustainedSearch
+from hkv.runtime.verify.vllm_engine_args import EngineSettings
+from hkv.runtime.verify.vllm_startup_log import NOTE_KEYS, StartupLog
 from hkv.planner.capacity import vllm_log_lines
 from hkv.planner.plan import LayoutReport
 

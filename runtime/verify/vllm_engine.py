@@ -14,32 +14,34 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from hkv.cli.errors import UserError
-from hkv.cli.vllm_driver import PROTOCOL_PREFIX
+from hkv.runtime.errors import VllmUnavailableError
+from hkv.runtime.verify.vllm_driver import PROTOCOL_PREFIX
 
 DRIVER = Path(__file__).with_name("vllm_driver.py")
-SETUP_HINT = ("pass --vllm-python PATH (an interpreter that imports vllm), e.g. the venv that "
-              "`bash tests/oracle/setup_vllm_env.sh` builds: --vllm-python .venv-vllm/bin/python")
+SETUP_HINT = ("give vllm_python, an interpreter that imports vllm, e.g. the venv that "
+              "`bash tests/oracle/setup_vllm_env.sh` builds: .venv-vllm/bin/python")
 ENGINE_TIMEOUT_S = 1800  # the whole session: start-up (~20-60 s on CPU) plus every run
 # VLLM_CPU_KVCACHE_SPACE would override kv_cache_memory_bytes on CPU (platforms/cpu.py).
 _DROPPED_ENV = ("VLLM_CPU_KVCACHE_SPACE", "PYTHONPATH", "VIRTUAL_ENV")
 _LOG_TAIL_LINES = 30
 
 
-class VllmEngineError(UserError):
+class VllmEngineError(VllmUnavailableError):
     """vLLM could not be imported, refused the settings or died (exit 1)."""
 
 
 def resolve_vllm_python(given: str | None) -> str:
     """The interpreter to run vLLM under: `given`, else this one when it can import vllm.
-    Raises UserError naming --vllm-python when there is none."""
+    Raises VllmUnavailableError naming vllm_python when there is none."""
     if given is not None:
         path = Path(given).expanduser()
         if not (path.is_file() and os.access(path, os.X_OK)):
-            raise UserError(f"--vllm-python {given}: no such executable; {SETUP_HINT}")
+            raise VllmUnavailableError(f"vllm_python {given}: no such executable; {SETUP_HINT}",
+                                   fields=("vllm_python",))
         return os.path.abspath(path)  # absolute (vLLM runs with cwd=/), not resolved (a venv's python is a link)
     if importlib.util.find_spec("vllm") is None:
-        raise UserError(f"vllm is not importable by this Python ({sys.executable}); {SETUP_HINT}")
+        raise VllmUnavailableError(f"vllm is not importable by this Python ({sys.executable}); {SETUP_HINT}",
+                                   fields=("vllm_python",))
     return sys.executable
 
 
@@ -50,7 +52,7 @@ class VllmEngine:
     def __init__(self, python: str, timeout_s: float = ENGINE_TIMEOUT_S) -> None:
         env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
         env["VLLM_LOGGING_LEVEL"] = "INFO"
-        # cwd=/ and -P: neither the caller's folder nor hkv's cli/ folder lands on vLLM's sys.path.
+        # cwd=/ and -P: neither the caller's folder nor hkv's runtime/verify/ folder lands on vLLM's sys.path.
         self._proc = subprocess.Popen(
             [python, "-P", str(DRIVER)], cwd="/", env=env, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
@@ -105,8 +107,10 @@ class VllmEngine:
                 continue
             message = json.loads(line[len(PROTOCOL_PREFIX):])
             if message["event"] == "error":
-                hint = f"; {SETUP_HINT}" if message["stage"] == "import" else ""
-                raise self._died(f"failed at {message['stage']}: {message['message']}{hint}")
+                at_import = message["stage"] == "import"
+                hint = f"; {SETUP_HINT}" if at_import else ""
+                raise self._died(f"failed at {message['stage']}: {message['message']}{hint}",
+                                 fields=("vllm_python",) if at_import else ())
             assert message.pop("event") == event, f"driver sent another event than {event}"
             return message
         self._proc.wait()
@@ -114,9 +118,9 @@ class VllmEngine:
         why = f"timed out after {self.timeout_s:.0f} s" if return_code == -9 else f"exited with {return_code}"
         raise self._died(why)
 
-    def _died(self, why: str) -> VllmEngineError:
+    def _died(self, why: str, fields: tuple[str, ...] = ()) -> VllmEngineError:
         """Ends the driver, prints the tail of vLLM's log on stderr; the error is one line."""
         self.close()
         print("\n".join(["--- last lines of vLLM's log ---", *self.log_lines[-_LOG_TAIL_LINES:]]),
               file=sys.stderr)
-        return VllmEngineError(f"vLLM ({self._proc.args[0]}) {why}")
+        return VllmEngineError(f"vLLM ({self._proc.args[0]}) {why}", fields=fields)
