@@ -13,7 +13,8 @@ class Capacity:
 
     `max_concurrency` is vLLM's unrounded figure (null block counted, as vLLM prints it);
     `max_num_requests` is what an admission gate can actually grant at once (null excluded).
-    `kv_cache_tokens` = int(max_concurrency x max_model_len), vLLM's "KV cache size".
+    `kv_cache_tokens` is the number vLLM's "KV cache size" line prints in `log_format`
+    (see `kv_cache_tokens`).
     """
 
     max_model_len: int
@@ -26,11 +27,11 @@ class Capacity:
     max_context_len_at_concurrency: int  # longest length at which `concurrency` requests fit
 
     @classmethod
-    def of(cls, layout: Layout, concurrency: int, upper_len: int) -> Capacity:
+    def of(cls, layout: Layout, concurrency: int, upper_len: int, log_format: str = "current") -> Capacity:
         seq_len = layout.max_model_len
         return cls(
             max_model_len=seq_len,
-            kv_cache_tokens=layout.kv_cache_tokens(seq_len),
+            kv_cache_tokens=kv_cache_tokens(layout, log_format),
             max_concurrency=layout.max_concurrency(seq_len),
             max_num_requests=layout.max_num_requests(seq_len),
             blocks_per_request=sum(layout.blocks_per_request(seq_len)),
@@ -40,16 +41,23 @@ class Capacity:
         )
 
 
+def kv_cache_tokens(layout: Layout, log_format: str) -> int:
+    """vLLM's "KV cache size" tokens. current: int(concurrency x max_model_len); legacy
+    (<= v0.23): num_blocks // number of groups x the smallest block size (first pool)."""
+    if log_format == "legacy":
+        num_blocks = layout.pools[0].num_blocks if layout.pools else 0
+        min_block = min((g.block_size for g in layout.groups), default=0)
+        return num_blocks // max(1, len(layout.groups)) * min_block
+    return layout.kv_cache_tokens(layout.max_model_len)
+
+
 def vllm_log_lines(layout: Layout, log_format: str, device: str = "GPU") -> tuple[str, ...]:
     """The capacity lines vLLM prints for this layout (current: one line; legacy <= v0.23: two)."""
     seq_len = layout.max_model_len
     conc = layout.max_concurrency(seq_len)
+    tokens = kv_cache_tokens(layout, log_format)
     if log_format == "legacy":
-        num_blocks = layout.pools[0].num_blocks if layout.pools else 0
-        min_block = min((g.block_size for g in layout.groups), default=0)
-        tokens = num_blocks // max(1, len(layout.groups)) * min_block
         return (f"{device} KV cache size: {tokens:,} tokens",
                 f"Maximum concurrency for {seq_len:,} tokens per request: {conc:.2f}x")
-    tokens = layout.kv_cache_tokens(seq_len)
     return (f"{device} KV cache size: {tokens:,} tokens, "
             f"Maximum concurrency for {seq_len:,} tokens per request: {conc:.2f}x",)

@@ -72,9 +72,11 @@ def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
             primary_error = err if name == cfg.primary_layout else primary_error
             continue
         seq_len = layout.max_model_len
-        lines = vllm_log_lines(layout, cfg.vllm_log) if name.startswith("vllm") else ()
+        # Only the vllm layouts print vLLM's lines; their kv_cache_tokens is the line's number.
+        log_format = cfg.vllm_log if name.startswith("vllm") else "current"
+        lines = vllm_log_lines(layout, log_format) if name.startswith("vllm") else ()
         reports[name] = LayoutReport(
-            layout, Capacity.of(layout, cfg.concurrency, upper_len), layout.waste_fraction(seq_len),
+            layout, Capacity.of(layout, cfg.concurrency, upper_len, log_format), layout.waste_fraction(seq_len),
             layout.ideal_bytes_per_request(seq_len), lines,
         )
     if primary_error is not None:
