@@ -11,7 +11,9 @@ from hkv.planner.layout import Layout
 class Capacity:
     """Capacity of a layout for requests of `max_model_len` tokens.
 
-    `max_concurrency` is vLLM's unrounded figure (null block counted, as vLLM prints it);
+    `max_concurrency` is vLLM's unrounded figure (null block counted, as vLLM prints it), the
+    *logged* concurrency (`logged_concurrency` carries the same number under its issue-10 name);
+    `physical_limit_concurrency` = pool bytes / ideal bytes per request (Layout);
     `max_num_requests` is what an admission gate can actually grant at once (null excluded).
     `kv_cache_tokens` is the number vLLM's "KV cache size" line prints in `log_format`
     (see `kv_cache_tokens`).
@@ -25,6 +27,8 @@ class Capacity:
     max_context_len: int  # longest request that fits alone
     concurrency: int
     max_context_len_at_concurrency: int  # longest length at which `concurrency` requests fit
+    logged_concurrency: float = 0.0  # == max_concurrency
+    physical_limit_concurrency: float = 0.0
 
     @classmethod
     def of(cls, layout: Layout, concurrency: int, upper_len: int, log_format: str = "current") -> Capacity:
@@ -38,6 +42,8 @@ class Capacity:
             max_context_len=layout.max_context_len(1, upper_len),
             concurrency=concurrency,
             max_context_len_at_concurrency=layout.max_context_len(concurrency, upper_len),
+            logged_concurrency=layout.max_concurrency(seq_len),
+            physical_limit_concurrency=layout.physical_limit_concurrency(seq_len),
         )
 
 
