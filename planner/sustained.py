@@ -29,6 +29,13 @@ The model (pure arithmetic, no allocator):
 Because the token schedule does not depend on memory until the first refusal, walking it with
 these counts gives exactly the step where the real allocator first runs out.
 
+Long decodes are skipped, not walked: once nobody waits and every running request decodes
+(one token each per step), each request's blocks after release and after allocation are
+functions h(c) of its computed tokens with h(c + P) >= h(c) for P = lcm(block sizes, chunk
+lengths) (full attention grows, sliding grows then repeats every block, chunked and recurrent
+repeat). So a step that runs out is followed, P steps later, by one that runs out too: only the
+last P + 1 steps before the first finish can be the first to fail, and the walk jumps to them.
+
 The search over N is a ramp (`largest_clean`), not a bisection: preemptions are not monotone in
 N (a larger N can stagger prefills differently). It starts at the Layout's gate figure
 `max_num_requests`, which is clean by construction (every request's worst-case footprint,
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from math import lcm
 
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import KVCacheGroup, Layout, cdiv
@@ -140,6 +148,25 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
     running: list[int] = []
     next_waiting = 0
     peak = 0
+    period = lcm(*(g.block_size for g in groups),
+                 *(g.spec.chunk_len for g in groups if g.kind is CacheKind.CHUNKED))  # type: ignore[union-attr]
+
+    def jump_decodes() -> None:
+        """Skip all but the last period + 1 steps of a pure decode phase (module docstring)."""
+        if next_waiting < num_requests or len(running) > setup.max_num_batched_tokens:
+            return
+        if any(computed[r] < prompt_len for r in running):
+            return
+        num_steps = min(seq_len - 1 - computed[r] for r in running) - period - 1
+        if num_steps <= 0:
+            return
+        for r in running:
+            computed[r] += num_steps
+            c = computed[r]
+            for i, g in enumerate(groups):
+                after = held_blocks(g, c - 1, c)  # after the skipped step that computed c - 1
+                free[gpool[i]] += held[r][i] - after
+                held[r][i] = after
 
     def try_allocate(r: int, new_len: int) -> bool:
         c = computed[r]
@@ -159,6 +186,7 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
         return True
 
     while running or next_waiting < num_requests:
+        jump_decodes()
         budget = setup.max_num_batched_tokens
         scheduled: list[tuple[int, int]] = []
         for r in running:
