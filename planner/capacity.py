@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hkv.planner.layout import Layout
+from hkv.planner.sustained import SustainedSetup, predict_sustained, split_request
 
 
 @dataclass(frozen=True)
@@ -14,6 +15,9 @@ class Capacity:
     `max_concurrency` is vLLM's unrounded figure (null block counted, as vLLM prints it), the
     *logged* concurrency (`logged_concurrency` carries the same number under its issue-10 name);
     `physical_limit_concurrency` = pool bytes / ideal bytes per request (Layout);
+    `sustained_concurrency`: max-length requests that run at once without a preemption under
+    vLLM's next-chunk admission, predicted by planner/sustained.py (requests of
+    `sustained_output_len` output tokens, the rest prompt);
     `max_num_requests` is what an admission gate can actually grant at once (null excluded).
     `kv_cache_tokens` is the number vLLM's "KV cache size" line prints in `log_format`
     (see `kv_cache_tokens`).
@@ -29,10 +33,15 @@ class Capacity:
     max_context_len_at_concurrency: int  # longest length at which `concurrency` requests fit
     logged_concurrency: float = 0.0  # == max_concurrency
     physical_limit_concurrency: float = 0.0
+    sustained_concurrency: int = 0
+    sustained_output_len: int = 0
 
     @classmethod
-    def of(cls, layout: Layout, concurrency: int, upper_len: int, log_format: str = "current") -> Capacity:
+    def of(cls, layout: Layout, concurrency: int, upper_len: int, setup: SustainedSetup,
+           log_format: str = "current") -> Capacity:
+        """Raises ValueError when setup.output_len leaves no prompt (see split_request)."""
         seq_len = layout.max_model_len
+        _, output_len = split_request(seq_len, setup.output_len)
         return cls(
             max_model_len=seq_len,
             kv_cache_tokens=kv_cache_tokens(layout, log_format),
@@ -44,6 +53,8 @@ class Capacity:
             max_context_len_at_concurrency=layout.max_context_len(concurrency, upper_len),
             logged_concurrency=layout.max_concurrency(seq_len),
             physical_limit_concurrency=layout.physical_limit_concurrency(seq_len),
+            sustained_concurrency=predict_sustained(layout, setup),
+            sustained_output_len=output_len,
         )
 
 

@@ -36,10 +36,17 @@ lengths) (full attention grows, sliding grows then repeats every block, chunked 
 repeat). So a step that runs out is followed, P steps later, by one that runs out too: only the
 last P + 1 steps before the first finish can be the first to fail, and the walk jumps to them.
 
-The search over N is a ramp (`largest_clean`), not a bisection: preemptions are not monotone in
-N (a larger N can stagger prefills differently). It starts at the Layout's gate figure
-`max_num_requests`, which is clean by construction (every request's worst-case footprint,
-in-flight allowance included, fits at once), and walks up until the first N that is not clean.
+The search over N (`largest_clean`) gallops from a guess (usable blocks / a request's blocks
+at its end) towards the boundary, doubling its step, and bisects. Preemptions are not monotone in N in general (a larger N staggers prefills
+differently), so the bisection returns *a* boundary: a clean N whose successor is not clean
+(or the cap). tests/runtime/simulation/test_sustained_prediction.py checks on the tiny grid
+that it equals the ramp (the first N that is not clean, minus one); a plain ramp
+was too slow for `hkv plan` on long contexts (80 trials of 200 requests). The runtime measures
+with the same search, so prediction and measurement answer the same question.
+
+With a request waiting during a pure decode phase the same h(c + P) >= h(c) argument says
+free blocks only shrink period over period: when the head has not fitted for P + 1 steps it
+will not before the first finish, so the N requests will not all run at once.
 """
 
 from __future__ import annotations
@@ -79,16 +86,31 @@ class SustainedSetup:
     output_len: int | None = None  # None: default_output_len(max_model_len)
 
 
-def largest_clean(start: int, cap: int, is_clean: Callable[[int], bool]) -> int:
-    """Ramp: the largest N <= cap with is_clean(n) for every n in [start', N], where start' is
-    `start` when it is clean, else 1; 0 when 1 is not clean. Calls is_clean in increasing n."""
-    n = min(max(1, start), cap)
-    if not is_clean(n):
-        if n == 1:
-            return 0
-        n = 1
-        if not is_clean(1):
-            return 0
+def largest_clean(guess: int, cap: int, is_clean: Callable[[int], bool]) -> int:
+    """A clean N <= cap whose successor is not clean (or cap); 0 (no request, trivially clean)
+    when 1 is not clean. Gallops from `guess` (clamped to [1, cap]) towards the boundary,
+    doubling its step, then bisects (module docstring)."""
+    low, high = 0, cap + 1  # invariants: low is clean, high is not (cap + 1: nothing above counts)
+    probe, step = min(max(guess, 1), cap), 1
+    while low < probe < high:
+        if is_clean(probe):
+            low, probe = probe, probe + step
+        else:
+            high, probe = probe, probe - step
+        step *= 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        if is_clean(mid):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def ramp_clean(cap: int, is_clean: Callable[[int], bool]) -> int:
+    """The ramp: the largest N <= cap with is_clean(n) for every n in [1, N]. Slow; the tests
+    compare it with largest_clean."""
+    n = 0
     while n < cap and is_clean(n + 1):
         n += 1
     return n
@@ -151,6 +173,8 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
     period = lcm(*(g.block_size for g in groups),
                  *(g.spec.chunk_len for g in groups if g.kind is CacheKind.CHUNKED))  # type: ignore[union-attr]
 
+    stalled_steps = 0  # consecutive pure-decode steps in which the waiting head did not fit
+
     def jump_decodes() -> None:
         """Skip all but the last period + 1 steps of a pure decode phase (module docstring)."""
         if next_waiting < num_requests or len(running) > setup.max_num_batched_tokens:
@@ -168,21 +192,25 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
                 free[gpool[i]] += held[r][i] - after
                 held[r][i] = after
 
+    group_range = range(len(groups))
+
     def try_allocate(r: int, new_len: int) -> bool:
-        c = computed[r]
-        after_release = [held_blocks(g, c, c) for g in groups]  # 0 for a request holding nothing
-        for i in range(len(groups)):
-            free[gpool[i]] += held[r][i] - after_release[i]
-            held[r][i] = after_release[i]
-        want = [held_blocks(g, c, min(c + new_len, seq_len)) for g in groups]
+        c, mine = computed[r], held[r]
+        total = min(c + new_len, seq_len)
+        want = [0] * len(groups)
         need = [0] * len(free)
-        for i, w in enumerate(want):
-            need[gpool[i]] += w - held[r][i]
+        for i in group_range:
+            g = groups[i]
+            after_release = held_blocks(g, c, c)  # 0 for a request holding nothing
+            free[gpool[i]] += mine[i] - after_release
+            mine[i] = after_release
+            want[i] = held_blocks(g, c, total)
+            need[gpool[i]] += want[i] - after_release
         if any(n > f for n, f in zip(need, free)):
             return False
-        for i, w in enumerate(want):
-            free[gpool[i]] -= w - held[r][i]
-            held[r][i] = w
+        for i in group_range:
+            free[gpool[i]] -= want[i] - mine[i]
+            mine[i] = want[i]
         return True
 
     while running or next_waiting < num_requests:
@@ -198,13 +226,18 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
                 return False  # the real scheduler preempts here
             scheduled.append((r, new_len))
             budget -= new_len
+        pure_decode = all(computed[r] >= prompt_len for r in running)
         while next_waiting < num_requests and budget > 0 and len(running) < setup.max_num_seqs:
             r = next_waiting
             new_len = min(prompt_len, budget)
             if not try_allocate(r, new_len):
+                stalled_steps = stalled_steps + 1 if pure_decode else 0
+                if stalled_steps > period:
+                    return False  # it cannot fit before the first finish (module docstring)
                 break  # waits: not a preemption, but the requests will not all run at once
             running.append(r)
             next_waiting += 1
+            stalled_steps = 0
             scheduled.append((r, new_len))
             budget -= new_len
         if not scheduled:
@@ -223,8 +256,18 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
     return peak == num_requests
 
 
+def search_guess(layout: Layout) -> int:
+    """Where largest_clean starts: usable blocks over the blocks a request holds at its end
+    (slots for max_model_len - 1 tokens), the tightest pool."""
+    seq_len = layout.max_model_len
+    end_blocks = {p.pool_id: 0 for p in layout.pools}
+    for g in layout.groups:
+        end_blocks[g.pool_id] += held_blocks(g, seq_len - 2, seq_len - 1)
+    return min((max(0, p.num_blocks - 1) // end_blocks[p.pool_id]
+                for p in layout.pools if end_blocks[p.pool_id]), default=1)
+
+
 def predict_sustained(layout: Layout, setup: SustainedSetup) -> int:
     """The predicted sustained concurrency (see the module docstring); 0 when one request alone
     does not fit; at most setup.max_num_seqs."""
-    start = layout.max_num_requests(layout.max_model_len)
-    return largest_clean(start, setup.max_num_seqs, lambda n: runs_clean(layout, n, setup))
+    return largest_clean(search_guess(layout), setup.max_num_seqs, lambda n: runs_clean(layout, n, setup))

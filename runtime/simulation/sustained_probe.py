@@ -6,8 +6,8 @@ Scheduler with vLLM's admission (`Admission.NEXT_CHUNK`: a request is admitted w
 next chunk fits, never through the Layout's worst-case gate), adds N requests of
 `max_model_len` tokens at once and steps a fake model (it samples token 0) until all finish.
 A trial is clean when no request was preempted and all N were running at the same time.
-The search over N is the planner's ramp (`largest_clean`, from the gate figure upwards), so
-both sides answer the same question.
+The search over N is the planner's (`largest_clean` from `search_guess`), so both sides
+answer the same question.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hkv.planner.layout import Layout
-from hkv.planner.sustained import SustainedSetup, largest_clean, split_request
+from hkv.planner.sustained import SustainedSetup, largest_clean, search_guess, split_request
 from hkv.runtime.errors import OutOfBlocksError
 from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
@@ -69,13 +69,12 @@ def run_together(layout: Layout, num_requests: int, setup: SustainedSetup,
 
 
 def measure_sustained(layout: Layout, setup: SustainedSetup) -> SustainedMeasurement:
-    """The largest N that runs clean (ramp from `layout.max_num_requests`, see
-    hkv.planner.sustained), and the full trial of the first N that does not (its preemptions)."""
+    """A clean N whose successor is not (the planner's search, see hkv.planner.sustained), and
+    the full trial of that successor (its preemptions)."""
     def is_clean(n: int) -> bool:
         return run_together(layout, n, setup, stop_at_preemption=True).is_clean
 
-    start = layout.max_num_requests(layout.max_model_len)
-    sustained = largest_clean(start, setup.max_num_seqs, is_clean)
+    sustained = largest_clean(search_guess(layout), setup.max_num_seqs, is_clean)
     if sustained >= setup.max_num_seqs:
         return SustainedMeasurement(sustained, None)
     return SustainedMeasurement(sustained, run_together(layout, sustained + 1, setup))

@@ -87,3 +87,13 @@ def test_an_off_by_one_window_is_caught(monkeypatch):
         if predict_sustained(layout, setup) != measure_sustained(layout, setup).sustained:
             mismatches.append(name)
     assert mismatches  # the comparison fails for a wrong model
+
+
+def test_the_search_equals_the_ramp_on_the_tiny_grid():
+    # The gallop and bisection assume cleanness is monotone; on every tiny case they find the
+    # same N as walking up one by one from 1.
+    for name, block, pools, max_len, budget, output_len in tiny_cases():
+        layout = tiny(name, block, pools, max_len, budget)
+        setup = SustainedSetup(max_num_batched_tokens=budget, max_num_seqs=32, output_len=output_len)
+        ramp = sustained.ramp_clean(32, lambda n: sustained.runs_clean(layout, n, setup))
+        assert predict_sustained(layout, setup) == ramp, (name, block, pools, max_len, budget, output_len)
