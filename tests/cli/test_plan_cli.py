@@ -242,7 +242,9 @@ def test_plan_json_carries_the_three_capacity_figures():
     for name, layout in json.loads(result.stdout)["layouts"].items():
         cap = layout["capacity"]
         assert cap["logged_concurrency"] == cap["max_concurrency"]
-        # every request needs at least its ideal bytes; block rounding and the null block add
+        # Gemma-3-27B at 8k on h100 (bench_capacity.py): sustained 14, 15, 4, 4 against limits of
+        # 18.19x, 18.19x, 4.84x, 18.18x. (Sustained may pass the limit slightly elsewhere: the last
+        # token is never computed and prefills stagger; gpt-oss-120b at 32k: 70 vs 69.96x.)
         assert cap["sustained_concurrency"] <= cap["physical_limit_concurrency"], name
         assert cap["sustained_output_len"] == 8192 // 8
     result = run("plan", "gemma-3-27b", "--gpu", "h100", "--max-model-len", "8192", "--output-len", "8192")
