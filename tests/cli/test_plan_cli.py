@@ -249,4 +249,4 @@ def test_plan_json_carries_the_three_capacity_figures():
         assert cap["sustained_output_len"] == 8192 // 8
     result = run("plan", "gemma-3-27b", "--gpu", "h100", "--max-model-len", "8192", "--output-len", "8192")
     assert result.exit_code == 1
-    assert "output_len must be in [1, 8191]" in result.stderr
+    assert result.stderr == "hkv: error: --output-len must be in [1, 8191], got 8192\n"
