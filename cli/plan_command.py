@@ -10,7 +10,7 @@ from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
     AvailableOpt, AvgLenOpt, BlockSizeOpt, ConcurrencyOpt, DtypeOpt, GpuMemoryOpt, GpuOpt,
-    KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, PlanOptions, PpOpt, SsmDtypeOpt,
+    KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SsmDtypeOpt,
     TpOpt, UtilOpt, VllmLogOpt, assumed_note,
 )
 from hkv.cli.render_plan import render_plan
@@ -31,7 +31,7 @@ def plan_command(
     available_kv_memory: AvailableOpt = None, tp: TpOpt = None, pp: PpOpt = None,
     dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
-    max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None,
+    max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None, output_len: OutputLenOpt = None,
     vllm_log: VllmLogOpt = None, expected_avg_seq_len: AvgLenOpt = None,
     concurrency: ConcurrencyOpt = None, no_prefix_caching: NoPrefixOpt = False,
     layout: LayoutOpt = None, output_format: FormatOpt = OutputFormat.human,
@@ -47,7 +47,8 @@ def plan_command(
         gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=utilization,
         available_kv_memory=available_kv_memory, tp=tp, pp=pp, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
         mamba_ssm_dtype=mamba_ssm_dtype, block_size=block_size, max_model_len=max_model_len,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, vllm_log=vllm_log,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, output_len=output_len,
+        vllm_log=vllm_log,
         expected_avg_seq_len=expected_avg_seq_len, concurrency=concurrency,
         no_prefix_caching=no_prefix_caching, layout=layout)
     cfg = options.plan_config()

@@ -53,6 +53,9 @@ MnbtOpt = Annotated[int | None, typer.Option(
     "--max-num-batched-tokens", help="token budget per step [default: vLLM's for the GPU class]")]
 MaxSeqsOpt = Annotated[int | None, typer.Option(
     "--max-num-seqs", help=f"max running requests [default: {DEFAULTS.max_num_seqs}]")]
+OutputLenOpt = Annotated[int | None, typer.Option(
+    "--output-len", help="output tokens of the max-length requests of the sustained figure "
+                         "[default: max model len // 8; the rest is prompt]")]
 VllmLogOpt = Annotated[VllmLog | None, typer.Option(  # type: ignore[valid-type]
     "--vllm-log", help=f"vLLM capacity log format (legacy: <= v0.23) [default: {DEFAULTS.vllm_log}]")]
 AvgLenOpt = Annotated[str | None, typer.Option(
@@ -83,6 +86,7 @@ class PlanOptions:
     max_model_len: int | None = None
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
+    output_len: int | None = None
     vllm_log: Enum | None = None
     expected_avg_seq_len: str | None = None  # tokens, as typed (the env var's rules)
     concurrency: int | None = None
@@ -107,6 +111,7 @@ class PlanOptions:
             max_model_len=self.max_model_len, allow_long_max_model_len=allow_long_max_model_len_from_env(),
             max_num_batched_tokens=self.max_num_batched_tokens,
             max_num_seqs=_given(self.max_num_seqs, d.max_num_seqs),
+            output_len=self.output_len,
             vllm_log=_given(_value(self.vllm_log), d.vllm_log),
             expected_avg_seq_len=expected_avg_seq_len_from_env() if self.expected_avg_seq_len is None
             else parse_positive_int(self.expected_avg_seq_len, name=flag_of("expected_avg_seq_len")),

@@ -15,7 +15,7 @@ from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.output import OutputFormat, note, stderr_console, stdout_console, write_json
 from hkv.cli.plan_options import (
     AvailableOpt, AvgLenOpt, BlockSizeOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt,
-    MaxSeqsOpt, MnbtOpt, NoPrefixOpt, PlanOptions, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt,
+    MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt,
     assumed_note,
 )
 from hkv.model_specs.resolve import load_model_spec
@@ -33,7 +33,8 @@ TraceOpt = Annotated[str | None, typer.Option("--trace", help="JSONL trace file"
 SimLayoutOpt = Annotated[SimulateLayout, typer.Option(  # type: ignore[valid-type]
     "--layout", help="layout to simulate, or all")]
 ProbeOpt = Annotated[bool, typer.Option(
-    "--probe-capacity", help="admit max-length requests until one does not fit; compare with the plan "
+    "--probe-capacity", help="admit max-length requests until one does not fit (the gate), and measure "
+                             "sustained concurrency through the real scheduler; compare with the plan "
                              "(exit 3 when they differ)")]
 SweepOpt = Annotated[bool, typer.Option(
     "--sweep-split", help="partitioned: try pool splits and report the best for the workload")]
@@ -50,7 +51,7 @@ def simulate_command(
     available_kv_memory: AvailableOpt = None, tp: TpOpt = None, pp: PpOpt = None,
     dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
-    max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None,
+    max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None, output_len: OutputLenOpt = None,
     vllm_log: VllmLogOpt = None, expected_avg_seq_len: AvgLenOpt = None,
     no_prefix_caching: NoPrefixOpt = False, output_format: FormatOpt = OutputFormat.human,
 ) -> None:
@@ -72,7 +73,8 @@ def simulate_command(
         gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=utilization,
         available_kv_memory=available_kv_memory, tp=tp, pp=pp, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
         mamba_ssm_dtype=mamba_ssm_dtype, block_size=block_size, max_model_len=max_model_len,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, vllm_log=vllm_log,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, output_len=output_len,
+        vllm_log=vllm_log,
         expected_avg_seq_len=expected_avg_seq_len, no_prefix_caching=no_prefix_caching)
     if not probe_capacity_flag and (workload is None) == (trace is None):
         raise UserError("give exactly one of --workload SPEC or --trace FILE (or --probe-capacity)")
@@ -139,30 +141,53 @@ def _run_one(layout, requests, sim_cfg, output_format):
 
 
 def _probe(the_plan, names, output_format, assumed) -> None:
+    """Per layout: the gate probe (predicted/measured: requests admitted at their worst case) and
+    sustained concurrency (predicted by the planner, measured through the real scheduler with
+    vLLM's admission), with the logged and physical-limit figures beside them."""
+    from hkv.planner.plan import sustained_setup
     from hkv.runtime.kv_cache.capacity_probe import probe_capacity
+    from hkv.runtime.simulation.sustained_probe import measure_sustained
 
+    setup = sustained_setup(the_plan.config, the_plan.budget)
     rows = []
     for name in names:
-        layout = the_plan.reports[name].layout
+        report = the_plan.reports[name]
+        layout, capacity = report.layout, report.capacity
         measured = probe_capacity(layout, layout.max_model_len)
+        sustained = measure_sustained(layout, setup)
+        next_trial = sustained.next_trial
         rows.append({"layout": name, "max_model_len": layout.max_model_len,
                      "predicted": layout.max_num_requests(layout.max_model_len), "measured": measured,
-                     "max_concurrency": layout.max_concurrency(layout.max_model_len)})
-    mismatch = [r for r in rows if r["predicted"] != r["measured"]]
+                     "max_concurrency": capacity.logged_concurrency,
+                     "logged_concurrency": capacity.logged_concurrency,
+                     "physical_limit_concurrency": capacity.physical_limit_concurrency,
+                     "output_len": capacity.sustained_output_len,
+                     "predicted_sustained": capacity.sustained_concurrency,
+                     "measured_sustained": sustained.sustained,
+                     "preemptions_at_next": None if next_trial is None else next_trial.num_preemptions,
+                     "peak_running_at_next": None if next_trial is None else next_trial.peak_running})
+    mismatch = [r for r in rows if r["predicted"] != r["measured"]
+                or r["predicted_sustained"] != r["measured_sustained"]]
     if output_format is OutputFormat.json:
         write_json({"schema_version": 1, "assumed": assumed, "probe": rows, "match": not mismatch})
     else:
         _note_assumed(assumed)
-        table = Table(title="capacity probe: requests of max_model_len admitted at once")
-        for col in ("layout", "max_model_len", "predicted", "measured", "vLLM-style concurrency"):
+        table = Table(title="capacity probe: requests of max_model_len at once (gate: admitted at their "
+                            "worst case; sustained: run without a preemption)")
+        for col in ("layout", "max_model_len", "gate predicted", "gate measured", "sustained predicted",
+                    "sustained measured", "+1: preemptions / peak running", "logged", "physical limit"):
             table.add_column(col, justify="left" if col == "layout" else "right")
         for r in rows:
             table.add_row(r["layout"], f"{r['max_model_len']:,}", str(r["predicted"]), str(r["measured"]),
-                          f"{r['max_concurrency']:.2f}x")
+                          str(r["predicted_sustained"]), str(r["measured_sustained"]),
+                          "-" if r["preemptions_at_next"] is None
+                          else f"{r['preemptions_at_next']} / {r['peak_running_at_next']}",
+                          f"{r['logged_concurrency']:.2f}x", f"{r['physical_limit_concurrency']:.2f}x")
         stdout_console().print(table)
     if mismatch:
         raise CheckFailedError("MISMATCH between predicted and measured capacity: " + ", ".join(
-            f"{r['layout']} predicted {r['predicted']} measured {r['measured']}" for r in mismatch))
+            f"{r['layout']} gate predicted {r['predicted']} measured {r['measured']}, sustained predicted "
+            f"{r['predicted_sustained']} measured {r['measured_sustained']}" for r in mismatch))
 
 
 def _sweep(spec, cfg, requests, sim_cfg, output_format, assumed) -> None:

@@ -153,6 +153,15 @@ class Layout:
     def ideal_bytes_per_request(self, seq_len: int) -> int:
         return sum(g.ideal_bytes(seq_len) for g in self.groups)
 
+    def physical_limit_concurrency(self, seq_len: int) -> float:
+        """Pool bytes / ideal bytes per request: the concurrency no layout of these pools can
+        beat (every byte holding needed data: L tokens per full layer, W per sliding, C per
+        chunked, one state per recurrent layer). 0.0 without groups."""
+        ideal = self.ideal_bytes_per_request(seq_len)
+        if ideal == 0:
+            return 0.0
+        return sum(p.num_bytes for p in self.pools) / ideal
+
     def waste_fraction(self, seq_len: int) -> float:
         """Share of the pools' bytes that do not hold needed data when full of `seq_len` requests.
 

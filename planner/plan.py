@@ -13,6 +13,7 @@ from hkv.planner.layout import Layout
 from hkv.planner.memory_budget import MemoryBudget, compute_memory_budget
 from hkv.planner.partitioned_layout import build_partitioned_layout
 from hkv.planner.plan_config import ALLOW_LONG_ENV, PlanConfig
+from hkv.planner.sustained import SustainedSetup, split_request
 from hkv.planner.vllm_layout import build_vllm_layout
 
 LayoutBuilder = Callable[[ModelSpec, PlanConfig, MemoryBudget], Layout]
@@ -61,6 +62,8 @@ def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
     check_max_model_len(model, cfg)
     budget = compute_memory_budget(model, cfg)
     upper_len = max(model.max_model_len, cfg.max_model_len or 0)
+    setup = sustained_setup(cfg, budget)
+    check_output_len(cfg.max_model_len or model.max_model_len, cfg)
     reports: dict[str, LayoutReport] = {}
     skipped: dict[str, str] = {}
     primary_error: LayoutUnavailableError | None = None
@@ -72,15 +75,30 @@ def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
             primary_error = err if name == cfg.primary_layout else primary_error
             continue
         seq_len = layout.max_model_len
-        lines = vllm_log_lines(layout, cfg.vllm_log) if name.startswith("vllm") else ()
+        # Only the vllm layouts print vLLM's lines; their kv_cache_tokens is the line's number.
+        log_format = cfg.vllm_log if name.startswith("vllm") else "current"
+        lines = vllm_log_lines(layout, log_format) if name.startswith("vllm") else ()
         reports[name] = LayoutReport(
-            layout, Capacity.of(layout, cfg.concurrency, upper_len), layout.waste_fraction(seq_len),
+            layout, Capacity.of(layout, cfg.concurrency, upper_len, setup, log_format), layout.waste_fraction(seq_len),
             layout.ideal_bytes_per_request(seq_len), lines,
         )
     if primary_error is not None:
         raise LayoutUnavailableError(f"primary_layout {cfg.primary_layout}: {primary_error}",
                                      fields=("primary_layout", *primary_error.fields))
     return Plan(model, cfg, budget, reports, skipped)
+
+
+def sustained_setup(cfg: PlanConfig, budget: MemoryBudget) -> SustainedSetup:
+    """The engine settings of the sustained figure: the plan's token budget, sequence cap and split."""
+    return SustainedSetup(budget.max_num_batched_tokens, cfg.max_num_seqs, cfg.output_len)
+
+
+def check_output_len(max_model_len: int, cfg: PlanConfig) -> None:
+    """InvalidInputError when cfg.output_len leaves a max-length request no prompt token."""
+    try:
+        split_request(max_model_len, cfg.output_len)
+    except ValueError as err:
+        raise InvalidInputError(str(err), fields=("output_len",)) from None
 
 
 def check_max_model_len(model: ModelSpec, cfg: PlanConfig) -> None:

@@ -41,6 +41,7 @@ class PlanConfig:
     allow_long_max_model_len: bool = False  # max_model_len beyond the model's positions (ALLOW_LONG_ENV)
     max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU class
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
+    output_len: int | None = None  # sustained figure: output tokens of a max-length request; None: len // 8
     vllm_log: Literal["current", "legacy"] = "current"
     expected_avg_seq_len: int | None = None  # partitioned split; None: env var, else max_model_len
     concurrency: int = 1
@@ -50,7 +51,7 @@ class PlanConfig:
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "block_size", "max_num_seqs", "concurrency"):
             _positive(name, getattr(self, name))
-        for name in ("max_model_len", "max_num_batched_tokens", "expected_avg_seq_len"):
+        for name in ("max_model_len", "max_num_batched_tokens", "expected_avg_seq_len", "output_len"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
         if not 0 < self.gpu_memory_utilization <= 1:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from functools import partial
 
 from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS
@@ -23,11 +24,25 @@ from hkv.runtime.scheduler.scheduler_output import ScheduledRequest, SchedulerOu
 _new_entry = partial(tuple.__new__, ScheduledRequest)  # ScheduledRequest from one tuple, at C speed
 
 
+class Admission(str, Enum):
+    """When a waiting request is admitted.
+
+    GATE: hkv's default: only when its whole sequence fits at the Layout's worst-case bound
+        (`KVCacheManager.can_admit`), so a running request is rarely preempted.
+    NEXT_CHUNK: vLLM's scheduler: as soon as the prompt's next chunk fits (`allocate_slots`
+        succeeds); growth later may preempt. The sustained-concurrency probe measures this.
+    """
+
+    GATE = "gate"
+    NEXT_CHUNK = "next_chunk"
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
     max_num_batched_tokens: int = 8192  # token budget per step
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS  # running requests at most
     enable_chunked_prefill: bool = True  # else a prompt waits until it fits in one step
+    admission: Admission = Admission.GATE
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1 or self.max_num_seqs < 1:
@@ -136,23 +151,24 @@ class Scheduler:
         step's growth): it may reserve the hits of its first requests. An empty queue drops
         the reservation."""
         kv = self.kv
+        gated = self.config.admission is Admission.GATE
         if len(self.waiting) > 1:
             kv.reserve_waiting_hits(self.waiting)
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
             request = self.waiting[0]
             # kv.get_computed_blocks, skipping what a request that cannot be admitted needs not
             # (can_admit would fail whatever the hit, or whatever the blocks of its hit).
-            if kv.admission_blocked(request):
+            if gated and kv.admission_blocked(request):
                 break
             hit_len = kv.find_hit_len(request)
-            if kv.admission_blocked(request, hit_len):
+            if gated and kv.admission_blocked(request, hit_len):
                 break
             computed = kv.hit_blocks(request, hit_len)
             num_new = request.num_tokens - computed.num_tokens
             if num_new > budget and not self.config.enable_chunked_prefill:
                 break
             num_new = self._chunk_len(computed.num_tokens, min(num_new, budget))
-            if not kv.can_admit(request, computed):
+            if gated and not kv.can_admit(request, computed):
                 break
             new_blocks = kv.allocate_slots(request, num_new, computed.num_tokens, computed)
             if new_blocks is None:

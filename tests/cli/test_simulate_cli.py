@@ -115,3 +115,32 @@ def test_default_gpu_is_said_when_assumed():
     assert doc["assumed"]["gpu"] == "h100" and doc["assumed"]["max_num_batched_tokens"] == 8192
     chosen = runner.invoke(app, BASE + ["--gpu", "h100", "--probe-capacity", "--format", "json"])
     assert json.loads(chosen.stdout)["assumed"] == {} and chosen.stderr == ""
+
+
+def test_probe_reports_sustained_predicted_and_measured():
+    result = runner.invoke(app, BASE + ["--gpu", "h100", "--probe-capacity", "--layout", "all", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    rows = {r["layout"]: r for r in json.loads(result.stdout)["probe"]}
+    for r in rows.values():
+        assert r["predicted_sustained"] == r["measured_sustained"]
+        assert r["measured_sustained"] >= r["measured"]  # the worst-case gate never preempts
+        assert r["output_len"] == 4096 // 8
+        assert r["logged_concurrency"] == r["max_concurrency"]
+    # Gemma's 52 sliding layers keep 1,024 tokens: past the gate's worst case (T = 16,384 covers
+    # the whole request), the windows let the hybrid layouts run more than the logged figure.
+    assert rows["vllm"]["measured_sustained"] > rows["vllm"]["logged_concurrency"]
+
+
+def test_probe_sustained_mismatch_exits_3(monkeypatch):
+    import hkv.runtime.simulation.sustained_probe as sustained_probe
+
+    real = sustained_probe.measure_sustained
+
+    def one_more(layout, setup):
+        m = real(layout, setup)
+        return sustained_probe.SustainedMeasurement(m.sustained + 1, m.next_trial)
+
+    monkeypatch.setattr(sustained_probe, "measure_sustained", one_more)
+    result = runner.invoke(app, BASE + ["--gpu", "h100", "--probe-capacity", "--layout", "vllm"])
+    assert result.exit_code == 3, result.stderr
+    assert "sustained predicted" in result.stderr.strip().splitlines()[-1]

@@ -105,3 +105,18 @@ def test_gemma3_27b_catalog_matches_the_design_example():
     vllm = result.reports["vllm"].layout
     assert [g.num_layers for g in vllm.groups] == [9, 9, 9, 9, 8, 8, 10]
     assert vllm.padding_slots() == 8 and vllm.pools[0].bytes_per_block == 1_310_720
+
+
+def test_legacy_kv_cache_tokens_equal_the_legacy_line():
+    # Llama-4-Scout on h100 needs --tp 8 to fit. vLLM layout: 4 groups of 12 layers (3 chunked,
+    # 1 full), block size 16. Legacy "KV cache size" = num_blocks // 4 groups x 16 tokens; the
+    # JSON figure must be that number, not int(concurrency x max_model_len).
+    cfg = PlanConfig(gpu="h100", tp=8, vllm_log="legacy")
+    report = plan(MODELS["llama-4-scout-17b-16e-instruct"], cfg).reports["vllm"]
+    num_blocks = report.layout.pools[0].num_blocks
+    assert [g.num_layers for g in report.layout.groups] == [12, 12, 12, 12]
+    legacy_tokens = num_blocks // 4 * 16
+    assert report.capacity.kv_cache_tokens == legacy_tokens
+    assert report.log_lines[0] == f"GPU KV cache size: {legacy_tokens:,} tokens"
+    assert plan_to_dict(plan(MODELS["llama-4-scout-17b-16e-instruct"], cfg))["layouts"]["vllm"][
+        "capacity"]["kv_cache_tokens"] == legacy_tokens

@@ -183,3 +183,29 @@ def test_mistral_window_covering_the_context_is_sliding_for_vllm_only():
     # vLLM: sliding W=2048: cdiv(min(2047 + 512, 2048), 16) + 1 = 129; hkv: full 2048 / 16 = 128
     assert vllm.blocks_per_request(2048) == (129,)
     assert hkv.blocks_per_request(2048) == (128,)
+
+
+def test_physical_limit_concurrency_by_hand():
+    # 10 full + 20 sliding layers, 2 KV heads x 64 dims x 2 bytes x (K, V) = 512 B per token per
+    # layer; window 32; requests of 8192 tokens. Ideal bytes per request:
+    #   full 10 x 8192 x 512 + sliding 20 x 32 x 512 = 41,943,040 + 327,680 = 42,270,720 B.
+    # Pools: one shared pool of 10 GiB // (10 slots x 16 tokens x 512 B = 81,920 B) blocks.
+    layout = vllm_layout(attention_model([FULL, SLIDING, SLIDING] * 10, kv_heads=2, head_dim=64, window=32),
+                         max_model_len=8192)
+    num_blocks = 10 * GIB // 81_920
+    assert layout.pools[0].num_blocks == num_blocks
+    assert layout.physical_limit_concurrency(8192) == pytest.approx(num_blocks * 81_920 / 42_270_720)
+
+
+def test_physical_limit_gemma3_27b_at_8k():
+    # Gemma-3-27B: 62 layers, 16 KV heads x 128 dims x 2 bytes x 2 = 8,192 B per token per
+    # layer; 10 full layers keep 8192 tokens, 52 sliding layers keep their 1024-token window:
+    #   ideal = (10 x 8192 + 52 x 1024) x 8192 = 135,168 x 8,192 = 1,107,296,256 B per request.
+    # 7 groups of 10 slots (padding included) of 16-token pages: 16 x 8,192 x 10 = 1,310,720 B
+    # per block; 10 GiB // that = 8,192 blocks.
+    layout = vllm_layout(gemma3_27b(), max_model_len=8192)
+    assert layout.pools[0].num_blocks == 8192 and layout.pools[0].bytes_per_block == 1_310_720
+    ideal = (10 * 8192 + 52 * 1024) * 8192
+    assert ideal == 1_107_296_256
+    assert layout.ideal_bytes_per_request(8192) == ideal
+    assert layout.physical_limit_concurrency(8192) == pytest.approx(8192 * 1_310_720 / ideal)

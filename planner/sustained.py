@@ -1,0 +1,273 @@
+"""Sustained concurrency, predicted: how many max-length requests run at once without a preemption.
+
+The question: N requests of `max_model_len` tokens (prompt + output, see `split_request`)
+arrive together; the scheduler admits a waiting request as soon as its prompt's next chunk fits
+(vLLM's admission, no worst-case gate), allocates per step, and preempts when a running request
+cannot grow. *Sustained* is the largest N for which every request is running at the same time
+(peak running == N) and no preemption happens. The runtime measures it by really allocating
+(hkv.runtime.simulation.sustained_probe); this module predicts it from the Layout alone.
+
+The model (pure arithmetic, no allocator):
+
+- Steady per-request blocks, per group, for a request that computed c tokens and has slots up
+  to t tokens (`held_blocks`): full cdiv(t, b); sliding cdiv(t, b) - (c - W + 1)+ // b (the
+  window's blocks plus the blocks the step's chunk spans, window/block misalignment included);
+  chunked cdiv(t, b) - (c // C x C) // b; recurrent one live state, plus one more while a step
+  crosses a state boundary when the group keeps >= 2 state blocks. At the end of a request
+  (c = L - 2, t = L - 1: the last token is sampled, never computed) full attention holds
+  cdiv(L - 1, b), not cdiv(L, b).
+- The transient of one step's token budget: the step's `max_num_batched_tokens` tokens go first
+  to the running requests (one decode token each, then the unfinished prefill), then to waiting
+  requests in arrival order; the chunk's blocks are charged once, to the requests that prefill in
+  that step, not to every request as vLLM's logged T = 2 x max_num_batched_tokens is.
+- Block rounding is in the cdivs; each pool gives num_blocks - 1 usable blocks (the null block);
+  padding slots are already in the pool's bytes per block, so they cost blocks, never counts.
+- Order within a step matters and is kept: each scheduled request first releases what fell out
+  of its window (to its computed tokens), then allocates its new slots; finished requests free
+  everything after the step.
+
+Because the token schedule does not depend on memory until the first refusal, walking it with
+these counts gives exactly the step where the real allocator first runs out.
+
+Long decodes are skipped, not walked: once nobody waits and every running request decodes
+(one token each per step), each request's blocks after release and after allocation are
+functions h(c) of its computed tokens with h(c + P) >= h(c) for P = lcm(block sizes, chunk
+lengths) (full attention grows, sliding grows then repeats every block, chunked and recurrent
+repeat). So a step that runs out is followed, P steps later, by one that runs out too: only the
+last P + 1 steps before the first finish can be the first to fail, and the walk jumps to them.
+
+The search over N (`largest_clean`) gallops from a guess (usable blocks / a request's blocks
+at its end) towards the boundary, doubling its step, and bisects. Preemptions are not monotone in N in general (a larger N staggers prefills
+differently), so the bisection returns *a* boundary: a clean N whose successor is not clean
+(or the cap). tests/runtime/simulation/test_sustained_prediction.py checks on the tiny grid
+that it equals the ramp (the first N that is not clean, minus one); a plain ramp
+was too slow for `hkv plan` on long contexts (80 trials of 200 requests). The runtime measures
+with the same search, so prediction and measurement answer the same question.
+
+With a request waiting during a pure decode phase the same h(c + P) >= h(c) argument says
+free blocks only shrink period over period: when the head has not fitted for P + 1 steps it
+will not before the first finish, so the N requests will not all run at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from math import lcm
+
+from hkv.model_specs.cache_spec import CacheKind
+from hkv.planner.layout import KVCacheGroup, Layout, cdiv
+
+OUTPUT_LEN_DIVISOR = 8  # default split: output = max_model_len // 8, prompt = the rest
+
+
+def default_output_len(max_model_len: int) -> int:
+    """The default output length of a max-length request: max_model_len // 8 (at least 1).
+
+    A chat/RAG-like 7:1 prompt:output split; the same default for the planner and the runtime."""
+    return max(1, max_model_len // OUTPUT_LEN_DIVISOR)
+
+
+def split_request(max_model_len: int, output_len: int | None) -> tuple[int, int]:
+    """(prompt_len, output_len) of a max-length request. Raises ValueError unless
+    1 <= output_len < max_model_len."""
+    out = default_output_len(max_model_len) if output_len is None else output_len
+    if not 1 <= out < max_model_len:
+        raise ValueError(f"output_len must be in [1, {max_model_len - 1}], got {out}")
+    return max_model_len - out, out
+
+
+@dataclass(frozen=True)
+class SustainedSetup:
+    """The engine settings the sustained figure depends on."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    output_len: int | None = None  # None: default_output_len(max_model_len)
+
+
+def largest_clean(guess: int, cap: int, is_clean: Callable[[int], bool]) -> int:
+    """A clean N <= cap whose successor is not clean (or cap); 0 (no request, trivially clean)
+    when 1 is not clean. Gallops from `guess` (clamped to [1, cap]) towards the boundary,
+    doubling its step, then bisects (module docstring)."""
+    low, high = 0, cap + 1  # invariants: low is clean, high is not (cap + 1: nothing above counts)
+    probe, step = min(max(guess, 1), cap), 1
+    while low < probe < high:
+        if is_clean(probe):
+            low, probe = probe, probe + step
+        else:
+            high, probe = probe, probe - step
+        step *= 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        if is_clean(mid):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def ramp_clean(cap: int, is_clean: Callable[[int], bool]) -> int:
+    """The ramp: the largest N <= cap with is_clean(n) for every n in [1, N]. Slow; the tests
+    compare it with largest_clean."""
+    n = 0
+    while n < cap and is_clean(n + 1):
+        n += 1
+    return n
+
+
+def held_blocks(group: KVCacheGroup, computed_len: int, total_len: int) -> int:
+    """Blocks of `group` one request holds after releasing to `computed_len` computed tokens and
+    allocating slots up to `total_len` tokens (prefix caching off)."""
+    return _HELD[group.kind](group, computed_len, total_len)
+
+
+def _full_held(g: KVCacheGroup, c: int, t: int) -> int:
+    return cdiv(t, g.block_size)
+
+
+def _sliding_held(g: KVCacheGroup, c: int, t: int) -> int:
+    window = g.spec.window_len  # type: ignore[union-attr]
+    assert window is not None
+    return cdiv(t, g.block_size) - max(0, c - window + 1) // g.block_size
+
+
+def _chunked_held(g: KVCacheGroup, c: int, t: int) -> int:
+    chunk = g.spec.chunk_len  # type: ignore[union-attr]
+    assert chunk is not None
+    return cdiv(t, g.block_size) - c // chunk * chunk // g.block_size
+
+
+def _state_held(g: KVCacheGroup, c: int, t: int) -> int:
+    assert g.num_state_blocks is not None
+    live = 1 if c > 0 else 0
+    if cdiv(t, g.block_size) <= cdiv(c, g.block_size):
+        return live  # the live state stays in its block
+    return live + 1 - max(0, live - g.num_state_blocks + 1)
+
+
+_HELD: dict[CacheKind, Callable[[KVCacheGroup, int, int], int]] = {
+    CacheKind.FULL: _full_held,
+    CacheKind.SLIDING: _sliding_held,
+    CacheKind.CHUNKED: _chunked_held,
+    CacheKind.RECURRENT: _state_held,
+}
+
+
+def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool:
+    """Whether `num_requests` max-length requests arriving together all run at once and finish
+    without a preemption, by the count model of the module docstring."""
+    prompt_len, output_len = split_request(layout.max_model_len, setup.output_len)
+    seq_len = prompt_len + output_len
+    if num_requests > setup.max_num_seqs or not layout.groups:
+        return False
+    groups = layout.groups
+    pool_index = {p.pool_id: i for i, p in enumerate(layout.pools)}
+    gpool = [pool_index[g.pool_id] for g in groups]
+    free = [max(0, p.num_blocks - 1) for p in layout.pools]
+    computed = [0] * num_requests
+    held = [[0] * len(groups) for _ in range(num_requests)]
+    running: list[int] = []
+    next_waiting = 0
+    peak = 0
+    period = lcm(*(g.block_size for g in groups),
+                 *(g.spec.chunk_len for g in groups if g.kind is CacheKind.CHUNKED))  # type: ignore[union-attr]
+
+    stalled_steps = 0  # consecutive pure-decode steps in which the waiting head did not fit
+
+    def jump_decodes() -> None:
+        """Skip all but the last period + 1 steps of a pure decode phase (module docstring)."""
+        if next_waiting < num_requests or len(running) > setup.max_num_batched_tokens:
+            return
+        if any(computed[r] < prompt_len for r in running):
+            return
+        num_steps = min(seq_len - 1 - computed[r] for r in running) - period - 1
+        if num_steps <= 0:
+            return
+        for r in running:
+            computed[r] += num_steps
+            c = computed[r]
+            for i, g in enumerate(groups):
+                after = held_blocks(g, c - 1, c)  # after the skipped step that computed c - 1
+                free[gpool[i]] += held[r][i] - after
+                held[r][i] = after
+
+    group_range = range(len(groups))
+
+    def try_allocate(r: int, new_len: int) -> bool:
+        c, mine = computed[r], held[r]
+        total = min(c + new_len, seq_len)
+        want = [0] * len(groups)
+        need = [0] * len(free)
+        for i in group_range:
+            g = groups[i]
+            after_release = held_blocks(g, c, c)  # 0 for a request holding nothing
+            free[gpool[i]] += mine[i] - after_release
+            mine[i] = after_release
+            want[i] = held_blocks(g, c, total)
+            need[gpool[i]] += want[i] - after_release
+        if any(n > f for n, f in zip(need, free)):
+            return False
+        for i in group_range:
+            free[gpool[i]] -= want[i] - mine[i]
+            mine[i] = want[i]
+        return True
+
+    while running or next_waiting < num_requests:
+        jump_decodes()
+        budget = setup.max_num_batched_tokens
+        scheduled: list[tuple[int, int]] = []
+        for r in running:
+            if budget == 0:
+                break
+            tokens = prompt_len if computed[r] < prompt_len else computed[r] + 1
+            new_len = min(tokens - computed[r], budget)
+            if not try_allocate(r, new_len):
+                return False  # the real scheduler preempts here
+            scheduled.append((r, new_len))
+            budget -= new_len
+        pure_decode = all(computed[r] >= prompt_len for r in running)
+        while next_waiting < num_requests and budget > 0 and len(running) < setup.max_num_seqs:
+            r = next_waiting
+            new_len = min(prompt_len, budget)
+            if not try_allocate(r, new_len):
+                stalled_steps = stalled_steps + 1 if pure_decode else 0
+                if stalled_steps > period:
+                    return False  # it cannot fit before the first finish (module docstring)
+                break  # waits: not a preemption, but the requests will not all run at once
+            running.append(r)
+            next_waiting += 1
+            stalled_steps = 0
+            scheduled.append((r, new_len))
+            budget -= new_len
+        if not scheduled:
+            return False  # stalled: the first request does not fit alone
+        peak = max(peak, len(running))
+        for r, new_len in scheduled:
+            computed[r] += new_len
+        # A request emits a token when its step ends at its last token; it finishes after its
+        # output_len-th (its computed tokens then reach seq_len - 1).
+        done = [r for r in running if computed[r] >= seq_len - 1]
+        for r in done:
+            running.remove(r)
+            for i in range(len(groups)):
+                free[gpool[i]] += held[r][i]
+                held[r][i] = 0
+    return peak == num_requests
+
+
+def search_guess(layout: Layout) -> int:
+    """Where largest_clean starts: usable blocks over the blocks a request holds at its end
+    (slots for max_model_len - 1 tokens), the tightest pool."""
+    seq_len = layout.max_model_len
+    end_blocks = {p.pool_id: 0 for p in layout.pools}
+    for g in layout.groups:
+        end_blocks[g.pool_id] += held_blocks(g, seq_len - 2, seq_len - 1)
+    return min((max(0, p.num_blocks - 1) // end_blocks[p.pool_id]
+                for p in layout.pools if end_blocks[p.pool_id]), default=1)
+
+
+def predict_sustained(layout: Layout, setup: SustainedSetup) -> int:
+    """The predicted sustained concurrency (see the module docstring); 0 when one request alone
+    does not fit; at most setup.max_num_seqs."""
+    return largest_clean(search_guess(layout), setup.max_num_seqs, lambda n: runs_clean(layout, n, setup))

@@ -1,0 +1,80 @@
+"""Sustained concurrency, measured: N max-length requests through the real scheduler and pools.
+
+The measurement side of hkv.planner.sustained (which predicts the same figure from the Layout).
+Each trial builds a fresh KVCacheManager (prefix caching off: the requests share nothing) and a
+Scheduler with vLLM's admission (`Admission.NEXT_CHUNK`: a request is admitted when its prompt's
+next chunk fits, never through the Layout's worst-case gate), adds N requests of
+`max_model_len` tokens at once and steps a fake model (it samples token 0) until all finish.
+A trial is clean when no request was preempted and all N were running at the same time.
+The search over N is the planner's (`largest_clean` from `search_guess`), so both sides
+answer the same question.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hkv.planner.layout import Layout
+from hkv.planner.sustained import SustainedSetup, largest_clean, search_guess, split_request
+from hkv.runtime.errors import OutOfBlocksError
+from hkv.runtime.kv_cache.cache_config import CacheConfig
+from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
+from hkv.runtime.request import Request
+from hkv.runtime.scheduler.scheduler import Admission, Scheduler, SchedulerConfig
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What N requests arriving together did."""
+
+    num_requests: int
+    num_preemptions: int
+    peak_running: int
+    num_finished: int
+
+    @property
+    def is_clean(self) -> bool:
+        return self.num_preemptions == 0 and self.peak_running == self.num_requests
+
+
+@dataclass(frozen=True)
+class SustainedMeasurement:
+    sustained: int  # largest clean N (ramp)
+    next_trial: Trial | None  # the first N that is not clean (N + 1); None when capped by max_num_seqs
+
+
+def run_together(layout: Layout, num_requests: int, setup: SustainedSetup,
+                 stop_at_preemption: bool = False) -> Trial:
+    """N max-length requests arriving together, run to completion (or to the first preemption
+    when `stop_at_preemption`). Mutates nothing it is given."""
+    prompt_len, output_len = split_request(layout.max_model_len, setup.output_len)
+    kv = KVCacheManager(layout, CacheConfig(enable_caching=False))
+    scheduler = Scheduler(kv, SchedulerConfig(
+        max_num_batched_tokens=setup.max_num_batched_tokens, max_num_seqs=setup.max_num_seqs,
+        admission=Admission.NEXT_CHUNK))
+    for i in range(num_requests):
+        scheduler.add_request(Request(f"sustained-{i}", [i % 1000 + 1] * prompt_len, output_len))
+    peak = finished = 0
+    while scheduler.has_unfinished_requests:
+        try:
+            output = scheduler.schedule()
+        except OutOfBlocksError:
+            break  # one request alone does not fit
+        peak = max(peak, len(scheduler.running))
+        if stop_at_preemption and scheduler.num_preemptions:
+            break
+        sampled = {e.request_id: 0 for e in output.scheduled if e.emits_token}
+        finished += len(scheduler.update_from_output(output, sampled))
+    return Trial(num_requests, scheduler.num_preemptions, peak, finished)
+
+
+def measure_sustained(layout: Layout, setup: SustainedSetup) -> SustainedMeasurement:
+    """A clean N whose successor is not (the planner's search, see hkv.planner.sustained), and
+    the full trial of that successor (its preemptions)."""
+    def is_clean(n: int) -> bool:
+        return run_together(layout, n, setup, stop_at_preemption=True).is_clean
+
+    sustained = largest_clean(search_guess(layout), setup.max_num_seqs, is_clean)
+    if sustained >= setup.max_num_seqs:
+        return SustainedMeasurement(sustained, None)
+    return SustainedMeasurement(sustained, run_together(layout, sustained + 1, setup))
