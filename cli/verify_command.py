@@ -13,7 +13,7 @@ from hkv.cli.errors import CheckFailedError, UserError, handles_errors, user_mes
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
     AvailableOpt, BlockSizeOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt,
-    NoPrefixOpt, PlanOptions, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt,
+    NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt,
 )
 from hkv.cli.render_verify import render_verify, verify_to_dict
 from hkv.runtime.verify.sustained_search import search_sustained
@@ -28,7 +28,6 @@ from hkv.planner.plan import plan
 
 # Output tokens of a max-length request (prompt + output = max_model_len). hkv's planner has no
 # prompt/output split yet (--output-len is being added); this is the one place verify sets it.
-MAX_LENGTH_OUTPUT_LEN = 128
 
 ModelOpt = Annotated[str, typer.Option(
     "--model", help="model directory (or HF id) vLLM can load; hkv reads its config.json")]
@@ -44,7 +43,7 @@ def verify_command(
     available_kv_memory: AvailableOpt = None, tp: TpOpt = None, pp: PpOpt = None,
     dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
-    max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None,
+    max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None, output_len: OutputLenOpt = None,
     no_prefix_caching: NoPrefixOpt = False, output_format: FormatOpt = OutputFormat.human,
 ) -> None:
     """Check hkv's `vllm` layout against the real vLLM engine: its logged capacity line, num_blocks,
@@ -61,7 +60,7 @@ def verify_command(
         gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=utilization,
         available_kv_memory=available_kv_memory, tp=tp, pp=pp, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
         mamba_ssm_dtype=mamba_ssm_dtype, block_size=block_size, max_model_len=max_model_len,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, output_len=output_len,
         no_prefix_caching=no_prefix_caching, layout=PlanLayout("vllm"))
     cfg = options.plan_config()
     python = resolve_vllm_python(vllm_python)
@@ -73,7 +72,7 @@ def verify_command(
         raise UserError(user_message(does_not_fit_error(spec, budget)))
     report = plan(spec, cfg).primary
     max_len = report.layout.max_model_len
-    output_len = min(MAX_LENGTH_OUTPUT_LEN, max_len - 1)
+    output_len = report.capacity.sustained_output_len  # the planner's split of a max-length request
     note(f"starting vLLM under {python} (start-up takes a while)")
     with VllmEngine(python) as engine:
         settings = engine_settings(_vllm_model_ref(model, spec), spec.dtype_bytes, cfg, budget, max_len,

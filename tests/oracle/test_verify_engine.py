@@ -74,23 +74,32 @@ def _check(doc: dict, name: str) -> dict:
     return next(c for c in doc["checks"] if c["name"] == name)
 
 
-@pytest.mark.parametrize("kind, options, num_blocks, block_size", [
-    ("gemma3", GEMMA3, 256, 128),
-    ("granite_hybrid", GRANITE, 50, 384),
+# Sustained concurrency (predicted by hkv, measured on vLLM): equal on the Granite hybrid. On
+# Gemma3 (sliding + full) hkv predicts 18 and vLLM 0.32 runs 20 at once without a preemption: a
+# known gap (issue 10, item 4) between hkv's model of admission (a request is admitted when its
+# prompt's next chunk fits, blocks are allocated per step) and vLLM 0.32's scheduler, which caps
+# admissions by a request's remaining blocks and lets waiting requests wait instead of
+# preempting. Pinned so that a change on either side shows; verify exits 3 while they differ.
+@pytest.mark.parametrize("kind, options, num_blocks, block_size, sustained", [
+    ("gemma3", GEMMA3, 256, 128, (18, 20)),
+    ("granite_hybrid", GRANITE, 50, 384, (5, 5)),
 ])
-def test_verify_passes_on_tiny_models(tiny_model, kind, options, num_blocks, block_size):
+def test_verify_on_tiny_models(tiny_model, kind, options, num_blocks, block_size, sustained):
     code, doc = _verify(tiny_model(kind), options)
-    assert code == 0 and doc["ok"], json.dumps(doc["checks"], indent=1)
-    assert all(c["ok"] is not False for c in doc["checks"])
+    predicted_sustained, measured_sustained = sustained
+    agrees = predicted_sustained == measured_sustained
+    assert (code, doc["ok"]) == ((0, True) if agrees else (3, False)), json.dumps(doc["checks"], indent=1)
+    assert all(c["ok"] is not False for c in doc["checks"] if c["name"] != "sustained concurrency")
     assert _check(doc, "num_blocks")["measured"] == num_blocks
     assert _check(doc, "block size")["measured"] == block_size
     assert _check(doc, "capacity line")["measured"].startswith("CPU KV cache size")
     # the CPU translation keeps T: vLLM's max_num_batched_tokens is twice hkv's 128
     assert doc["engine_args"]["max_num_batched_tokens"] == 256 and doc["engine"]["max_in_flight_tokens"] == 256
-    sustained = _check(doc, "sustained concurrency")
+    row = _check(doc, "sustained concurrency")
+    assert (row["predicted"], row["measured"], row["ok"]) == (predicted_sustained, measured_sustained, agrees)
     runs = {r["num_requests"]: r for r in doc["sustained_runs"]}
     # the measured figure is bracketed by the runs: N ran clean, N + 1 did not
-    n = sustained["measured"]
+    n = row["measured"]
     assert runs[n]["max_running"] == n and runs[n]["num_preemptions"] == 0
     assert runs[n + 1]["max_running"] < n + 1 or runs[n + 1]["num_preemptions"] > 0
 
