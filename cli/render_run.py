@@ -107,9 +107,9 @@ def render_report(report: RunReport, console: Console) -> None:
                   f"allocated "
                   f"{format_bytes(report.allocated_bytes)}; max_model_len {report.max_model_len:,}, "
                   f"in-flight allowance {report.in_flight_tokens:,} tokens")
-    console.print(f"capacity at {report.request_len:,} tokens per request: "
-                  f"{report.max_num_requests:,} requests "
-                  f"(vLLM-style concurrency {report.max_concurrency:,.2f}x)")
+    console.print(f"capacity at {report.request_len:,} tokens per request: logged {report.logged_concurrency:,.2f}x, "
+                  f"sustained {report.sustained_concurrency:,} (predicted), "
+                  f"physical limit {report.physical_limit_concurrency:,.2f}x")
     groups = Table(title="groups: planned blocks per request vs measured")
     for col in ("#", "kind", "layers", "block", "pool", "planned / request", "peak / request", "peak in use",
                 "released early"):
@@ -131,9 +131,11 @@ def render_report(report: RunReport, console: Console) -> None:
                   f"preemptions {report.num_preemptions}")
     if report.fill is not None:
         f = report.fill
-        console.print(f"fill at {f.seq_len:,} tokens: planned {f.predicted:,} copies, admitted "
-                      f"{f.admitted:,}, ran {f.finished:,} ({f.peak_running:,} resident at once, "
-                      f"{f.num_preemptions} preemptions)")
+        trials = ", ".join(f"N={t.num_requests}: {t.peak_running}/{t.num_preemptions}" for t in f.trials)
+        console.print(f"fill: copies of {f.prompt_len:,} prompt + {f.output_len:,} output tokens; sustained "
+                      f"predicted {f.predicted_sustained:,}, measured {f.measured_sustained:,}"
+                      f"{' (capped by max_num_seqs)' if f.capped else ''}; trials (most running / "
+                      f"preemptions): {trials}")
     for c in report.checks:
         mark = "[green]ok[/green]" if c.ok else "[bold red]MISMATCH[/bold red]"
         console.print(f"  {mark}  {escape(c.name)}: predicted {c.predicted:,}, measured {c.measured:,}")

@@ -62,8 +62,8 @@ BlockSizeOpt = Annotated[int, typer.Option("--block-size", help="tokens per KV b
 DeviceOpt = Annotated[Device, typer.Option(  # type: ignore[valid-type]
     "--device", help="where the model runs")]
 FillOpt = Annotated[bool, typer.Option(
-    "--fill", help="also admit copies of the first prompt until the KV cache is full, check the count "
-                   "against the plan, and run them")]
+    "--fill", help="also measure sustained concurrency: run N copies of the first prompt at once (EOS "
+                   "ignored) for N around the plan's prediction, through the real model, and compare")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
 
 
@@ -90,12 +90,13 @@ def run_command(
     """
     # torch and transformers load here, not at import: `hkv plan` must start without them
     from hkv.cli.render_run import RunProgress, render_report, render_timings
-    from hkv.runtime.live.live_run import fill, generate
+    from hkv.runtime.live.live_run import generate
     from hkv.runtime.live.live_setup import (
         RunOptions, check_device, check_prompts_fit, encode_prompts, kv_memory_budget, load_runner,
         open_model, plan_run,
     )
     from hkv.runtime.live.run_report import build_report
+    from hkv.runtime.live.sustained_fill import fill
 
     prompts = read_prompt_file(prompt_file, prompt_format.value)
     sampling = SamplingConfig(temperature, top_p, seed)
@@ -124,12 +125,14 @@ def run_command(
             runner = load_runner(files, the_plan, torch_device)
         outcome = generate(runner, prompt_ids, config, progress)
         progress.close()
-        fill_outcome = fill(runner, prompt_ids[0], config) if fill_cache else None
+        fill_outcome = fill(runner, prompt_ids[0], config, on_trial=_note_trial) if fill_cache else None
     finally:
         progress.close()
     layout_obj = the_plan.primary.layout
-    request_len = min(max(len(p) for p in prompt_ids) + max_new_tokens, layout_obj.max_model_len)
-    report = build_report(layout_obj, kv_bytes, runner.kv_cache.num_bytes, request_len, outcome, fill_outcome)
+    longest = max(len(p) for p in prompt_ids)
+    request_lens = (longest, min(max_new_tokens, layout_obj.max_model_len - longest))
+    report = build_report(layout_obj, kv_bytes, runner.kv_cache.num_bytes, request_lens, config, outcome,
+                          fill_outcome)
     if human:
         console = stdout_console()
         render_timings(outcome, progress.load_s, console)
@@ -147,6 +150,11 @@ def run_command(
         failed = [c for c in report.checks if not c.ok]
         raise CheckFailedError("MISMATCH between the plan and the run: " + "; ".join(
             f"{c.name}: predicted {c.predicted}, measured {c.measured}" for c in failed))
+
+
+def _note_trial(trial: Any) -> None:
+    note(f"fill: {trial.num_requests} copies at once: at most {trial.peak_running} running, "
+         f"{trial.num_preemptions} preemptions")
 
 
 def _assumed(options: RunOptions, kv_bytes: int) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from hkv.cli.plan_options import (
 )
 from hkv.cli.render_verify import render_verify, verify_to_dict
 from hkv.runtime.verify.sustained_search import search_sustained
-from hkv.runtime.verify.verify_checks import _predicted_sustained, verify_checks
+from hkv.runtime.verify.hkv_expectation import expect_sustained
+from hkv.runtime.verify.verify_checks import verify_checks
 from hkv.runtime.verify.vllm_engine import VllmEngine, resolve_vllm_python
 from hkv.runtime.verify.vllm_engine_args import engine_settings
 from hkv.runtime.verify.vllm_startup_log import parse_startup_log
@@ -25,9 +26,6 @@ from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.memory_budget import compute_memory_budget, does_not_fit_error
 from hkv.planner.plan import plan
-
-# Output tokens of a max-length request (prompt + output = max_model_len). hkv's planner has no
-# prompt/output split yet (--output-len is being added); this is the one place verify sets it.
 
 ModelOpt = Annotated[str, typer.Option(
     "--model", help="model directory (or HF id) vLLM can load; hkv reads its config.json")]
@@ -89,11 +87,12 @@ def verify_command(
                  f"{ran['num_preemptions']} preemptions")
             return ran["num_preemptions"] == 0 and ran["max_running"] == num_requests
 
-        predicted = _predicted_sustained(report)  # else start from what fits at once by the log line
-        hint = report.capacity.max_num_requests if predicted is None else predicted
-        search = search_sustained(runs_clean, hint, cfg.max_num_seqs)
+        # hkv's figures under the step budget vLLM really has (on CPU twice the plan's)
+        hkv = expect_sustained(report.layout, ready["max_num_batched_tokens"], cfg.max_num_seqs, output_len)
+        search = search_sustained(runs_clean, hkv.predicted, cfg.max_num_seqs)
     request_lens = (max_len - output_len, output_len)
-    checks = verify_checks(report, settings, ready, startup, search, request_lens)
+    after = next((r["num_preemptions"] for r in runs if r["num_requests"] == search.sustained + 1), None)
+    checks = verify_checks(report, settings, ready, startup, search, request_lens, hkv, after)
     doc = verify_to_dict(model, engine.platform, settings, ready, request_lens, runs, checks)
     if output_format is OutputFormat.json:
         write_json(doc)

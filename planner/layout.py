@@ -51,6 +51,18 @@ class KVCacheGroup:
         """
         return _BLOCKS_PER_REQUEST[self.kind](self, seq_len, in_flight_tokens)
 
+    def admission_blocks(self, num_tokens: int, in_flight_tokens: int) -> int:
+        """Blocks the admission gate asks free for a request of `num_tokens` tokens holding
+        nothing (vLLM 0.32's `scheduler_reserve_full_isl` check), at most cdiv(n, bs): attention
+        groups reserve slots for all of them, capped at `blocks_per_request` (what a sliding or
+        chunked layer ever holds); a recurrent group its first allocation: the live state plus the
+        prefill checkpoint when it keeps one (vLLM align mode: num_state_blocks - 1 of its 2 live
+        + checkpoint blocks; the second live block is taken later, crossing a state boundary)."""
+        bound = self.blocks_per_request(num_tokens, in_flight_tokens)
+        if self.kind is CacheKind.RECURRENT:
+            bound = max(1, bound - 1)
+        return min(cdiv(num_tokens, self.block_size), bound)
+
     def ideal_bytes(self, seq_len: int) -> int:
         """Bytes this group's layers must keep for one request: kept tokens or one state each."""
         return self.num_layers * self.spec.ideal_bytes(seq_len)

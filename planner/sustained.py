@@ -1,9 +1,10 @@
 """Sustained concurrency, predicted: how many max-length requests run at once without a preemption.
 
 The question: N requests of `max_model_len` tokens (prompt + output, see `split_request`)
-arrive together; the scheduler admits a waiting request as soon as its prompt's next chunk fits
-(vLLM's admission, no worst-case gate), allocates per step, and preempts when a running request
-cannot grow. *Sustained* is the largest N for which every request is running at the same time
+arrive together; the scheduler admits a waiting request when slots for its whole prompt fit
+(vLLM 0.32's admission, `scheduler_reserve_full_isl`: per group cdiv(prompt, b), sliding and
+chunked groups capped at `blocks_per_request`, see KVCacheGroup.admission_blocks; not the worst
+case of the whole sequence), allocates per step, and preempts when a running request cannot grow. *Sustained* is the largest N for which every request is running at the same time
 (peak running == N) and no preemption happens. The runtime measures it by really allocating
 (hkv.runtime.simulation.sustained_probe); this module predicts it from the Layout alone.
 
@@ -79,11 +80,20 @@ def split_request(max_model_len: int, output_len: int | None) -> tuple[int, int]
 
 @dataclass(frozen=True)
 class SustainedSetup:
-    """The engine settings the sustained figure depends on."""
+    """The engine settings the sustained figure depends on, and the request it is counted in."""
 
     max_num_batched_tokens: int
     max_num_seqs: int
-    output_len: int | None = None  # None: default_output_len(max_model_len)
+    output_len: int | None = None  # None: default_output_len(request length)
+    request_len: int | None = None  # prompt + output; None: the layout's max_model_len
+
+    def request_lens(self, max_model_len: int) -> tuple[int, int]:
+        """(prompt_len, output_len) of the request; raises ValueError as `split_request`, or
+        when request_len is not in [2, max_model_len]."""
+        seq_len = max_model_len if self.request_len is None else self.request_len
+        if not 2 <= seq_len <= max_model_len:
+            raise ValueError(f"request_len must be in [2, {max_model_len}], got {seq_len}")
+        return split_request(seq_len, self.output_len)
 
 
 def largest_clean(guess: int, cap: int, is_clean: Callable[[int], bool]) -> int:
@@ -157,7 +167,7 @@ _HELD: dict[CacheKind, Callable[[KVCacheGroup, int, int], int]] = {
 def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool:
     """Whether `num_requests` max-length requests arriving together all run at once and finish
     without a preemption, by the count model of the module docstring."""
-    prompt_len, output_len = split_request(layout.max_model_len, setup.output_len)
+    prompt_len, output_len = setup.request_lens(layout.max_model_len)
     seq_len = prompt_len + output_len
     if num_requests > setup.max_num_seqs or not layout.groups:
         return False
@@ -193,6 +203,12 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
                 held[r][i] = after
 
     group_range = range(len(groups))
+    decode_may_change = _decode_changes(groups, period)
+    # The admission gate (vLLM 0.32's scheduler_reserve_full_isl): a waiting request, holding
+    # nothing, is admitted only when slots for its whole prompt fit, per pool.
+    gate_need = [0] * len(free)
+    for i, g in enumerate(groups):
+        gate_need[gpool[i]] += g.admission_blocks(prompt_len, layout.in_flight_tokens)
 
     def try_allocate(r: int, new_len: int) -> bool:
         c, mine = computed[r], held[r]
@@ -220,8 +236,13 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
         for r in running:
             if budget == 0:
                 break
-            tokens = prompt_len if computed[r] < prompt_len else computed[r] + 1
-            new_len = min(tokens - computed[r], budget)
+            c = computed[r]
+            if c > prompt_len and not decode_may_change(c):
+                scheduled.append((r, 1))  # a decode step that releases and allocates nothing
+                budget -= 1
+                continue
+            tokens = prompt_len if c < prompt_len else c + 1
+            new_len = min(tokens - c, budget)
             if not try_allocate(r, new_len):
                 return False  # the real scheduler preempts here
             scheduled.append((r, new_len))
@@ -230,7 +251,7 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
         while next_waiting < num_requests and budget > 0 and len(running) < setup.max_num_seqs:
             r = next_waiting
             new_len = min(prompt_len, budget)
-            if not try_allocate(r, new_len):
+            if any(n > f for n, f in zip(gate_need, free)) or not try_allocate(r, new_len):
                 stalled_steps = stalled_steps + 1 if pure_decode else 0
                 if stalled_steps > period:
                     return False  # it cannot fit before the first finish (module docstring)
@@ -256,10 +277,27 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
     return peak == num_requests
 
 
-def search_guess(layout: Layout) -> int:
-    """Where largest_clean starts: usable blocks over the blocks a request holds at its end
-    (slots for max_model_len - 1 tokens), the tightest pool."""
-    seq_len = layout.max_model_len
+def _decode_changes(groups: tuple[KVCacheGroup, ...], period: int) -> Callable[[int], bool]:
+    """A test `may_change(c)`: False only when a decode step at c computed tokens that follows a
+    decode step (held = held_blocks(g, c - 1, c) in every group) releases and allocates nothing
+    in any group, i.e. held_blocks(g, c, c) == held_blocks(g, c - 1, c) == held_blocks(g, c, c + 1).
+    Past every window and chunk (plus two periods) whether a step changes anything is periodic in
+    c with `period` (the lcm of block sizes and chunk lengths): the residues that change are found
+    by trying one period; below that base every step counts as changing."""
+    reach = max([g.spec.window_len or 0 for g in groups if g.kind is CacheKind.SLIDING]  # type: ignore[union-attr]
+                + [g.spec.chunk_len or 0 for g in groups if g.kind is CacheKind.CHUNKED] + [0])  # type: ignore[union-attr]
+    base = (reach // period + 2) * period
+    changing = frozenset(
+        c % period for c in range(base, base + period)
+        if any(held_blocks(g, c, c) != held_blocks(g, c - 1, c) or held_blocks(g, c, c + 1) != held_blocks(g, c, c)
+               for g in groups))
+    return lambda c: c < base or c % period in changing
+
+
+def search_guess(layout: Layout, seq_len: int | None = None) -> int:
+    """Where largest_clean starts: usable blocks over the blocks a request of `seq_len` tokens
+    (default max_model_len) holds at its end (slots for seq_len - 1 tokens), the tightest pool."""
+    seq_len = layout.max_model_len if seq_len is None else seq_len
     end_blocks = {p.pool_id: 0 for p in layout.pools}
     for g in layout.groups:
         end_blocks[g.pool_id] += held_blocks(g, seq_len - 2, seq_len - 1)
@@ -270,4 +308,5 @@ def search_guess(layout: Layout) -> int:
 def predict_sustained(layout: Layout, setup: SustainedSetup) -> int:
     """The predicted sustained concurrency (see the module docstring); 0 when one request alone
     does not fit; at most setup.max_num_seqs."""
-    return largest_clean(search_guess(layout), setup.max_num_seqs, lambda n: runs_clean(layout, n, setup))
+    guess = search_guess(layout, sum(setup.request_lens(layout.max_model_len)))
+    return largest_clean(guess, setup.max_num_seqs, lambda n: runs_clean(layout, n, setup))

@@ -144,17 +144,19 @@ class KVCacheManager:
     # ---- admission and allocation ------------------------------------------------------------
 
     def can_admit(self, request: Request, computed: ComputedBlocks | None = None) -> bool:
-        """Admission gate for a request holding nothing: its whole sequence (num_tokens, at most
-        max_model_len) must fit in free blocks, each group counted at its Layout bound
-        `blocks_per_request(min(num_tokens, max_model_len), in_flight_tokens)` (the formula that
-        sized the pools), less hit blocks other requests already hold. Blocks protected by
+        """Admission gate for a request holding nothing (vLLM 0.32's `scheduler_reserve_full_isl`):
+        slots for all its tokens (num_tokens, at most max_model_len; a fresh request's prompt)
+        must fit in free blocks, each group counted at
+        `admission_blocks(min(num_tokens, max_model_len), in_flight_tokens)` (sliding and chunked
+        groups capped at the Layout's per-request bound), less hit blocks other requests already
+        hold. Blocks protected by
         group-aware eviction (released early by running requests) do not count as free unless
         they are part of the hit. Reads only."""
         seq_len = min(request.num_tokens, self.max_model_len)
         coordinator = self.coordinator
         needs = [0] * len(coordinator.pool_list)
         for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
-            need = m.group.blocks_per_request(seq_len, self.in_flight_tokens)
+            need = m.group.admission_blocks(seq_len, self.in_flight_tokens)
             if computed is not None:
                 need -= m.pool.num_held_or_protected(computed.block_ids[m.group_id])
             needs[pool_index] += max(0, need)
@@ -180,7 +182,7 @@ class KVCacheManager:
                     discount = m.max_hit_blocks(max_len)
                 else:
                     discount = hit_len // m.block_size - m.hit_first_block(hit_len)
-                need = m.group.blocks_per_request(seq_len, self.in_flight_tokens) - discount
+                need = m.group.admission_blocks(seq_len, self.in_flight_tokens) - discount
                 if need > 0:
                     needs[pool_index] += need
             self._admission_needs[key] = needs

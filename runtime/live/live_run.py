@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
 from hkv.runtime.kv_cache.cache_config import CacheConfig
-from hkv.runtime.kv_cache.capacity_probe import probe_capacity
 from hkv.runtime.errors import RequestTooLongError
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
 from hkv.runtime.live.model_runner import ModelRunner
@@ -225,29 +224,3 @@ def check_block_tables(runner: ModelRunner, kv: KVCacheManager, requests: dict[s
             assert mine == theirs, f"request {entry.request_id} group {g}: runner {mine} != manager {theirs}"
             assert NULL_BLOCK_ID not in theirs, (
                 f"request {entry.request_id} group {g}: null block in {theirs}")
-
-
-@dataclass(frozen=True)
-class FillOutcome:
-    """--fill: copies of one prompt held at once with worst-case reservations, then run."""
-
-    seq_len: int  # prompt + max_new_tokens (at most max_model_len)
-    predicted: int  # layout.max_num_requests(seq_len)
-    admitted: int  # copies the real pools admitted, each reserving its worst case
-    run: RunOutcome | None  # those copies through the model (None when none fit)
-
-
-def fill(runner: ModelRunner, prompt: Sequence[int], config: RunConfig,
-         observer: RunObserver | None = None) -> FillOutcome:
-    """Admit copies of `prompt` into fresh pools, each reserving its worst-case blocks at
-    prompt + max_new_tokens (`KVCacheManager.reserve_worst_case`), until one does not fit; then
-    run that many copies through the model at once (max_num_seqs raised to the count)."""
-    layout = runner.layout
-    seq_len = min(len(prompt) + config.max_new_tokens, layout.max_model_len)
-    predicted = layout.max_num_requests(seq_len)
-    admitted = probe_capacity(layout, seq_len)
-    if admitted == 0:
-        return FillOutcome(seq_len, predicted, 0, None)
-    run_config = replace(config, max_num_seqs=max(config.max_num_seqs, admitted), record_logits=False)
-    outcome = generate(runner, [prompt] * admitted, run_config, observer)
-    return FillOutcome(seq_len, predicted, admitted, outcome)

@@ -4,12 +4,15 @@
 
 1. allocation: the bytes allocated for the pools equal the Layout's pool bytes;
 2. per group: every request's peak blocks held at once (null blocks excluded) is at most the
-   Layout's `blocks_per_request` at that request's final length (the admission formula);
+   Layout's `blocks_per_request` at that request's final length;
 3. per pool: the peak blocks in use never exceed the pool's num_blocks - 1 (null excluded);
-4. with --fill, at L = prompt + max_new_tokens: the copies the real pools admitted with
-   worst-case reservations equal `layout.max_num_requests(L)`, and running that many copies
-   through the model finishes every one of them without a preemption (checks 2-3 also apply
-   to that run).
+4. with --fill, for copies of the first prompt + max_new_tokens: the sustained concurrency the
+   planner predicts equals the one measured by running copies through the real model
+   (sustained_fill.py), and checks 2-3 hold on the run of that many copies.
+
+Capacity is shown as three figures at the longest request: logged (vLLM's "Maximum
+concurrency"), sustained (the planner's prediction; measured only with --fill) and the physical
+limit (pool bytes / ideal bytes per request).
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hkv.planner.layout import Layout
-from hkv.runtime.live.live_run import FillOutcome, RunOutcome
+from hkv.planner.sustained import SustainedSetup, predict_sustained
+from hkv.runtime.live.live_run import RunOutcome
+from hkv.runtime.live.run_config import RunConfig
+from hkv.runtime.live.sustained_fill import FillOutcome
 
 
 @dataclass(frozen=True)
@@ -51,13 +57,22 @@ class PoolReport:
 
 
 @dataclass(frozen=True)
-class FillReport:
-    seq_len: int
-    predicted: int
-    admitted: int
-    finished: int
-    peak_running: int  # copies resident (running) at once in the model run
+class FillTrialReport:
+    num_requests: int
+    peak_running: int
     num_preemptions: int
+    num_finished: int
+    clean: bool
+
+
+@dataclass(frozen=True)
+class FillReport:
+    prompt_len: int
+    output_len: int
+    predicted_sustained: int
+    measured_sustained: int
+    capped: bool  # max_num_seqs copies ran clean: the pools may sustain more
+    trials: tuple[FillTrialReport, ...]
 
 
 @dataclass(frozen=True)
@@ -68,8 +83,11 @@ class RunReport:
     max_model_len: int
     in_flight_tokens: int
     request_len: int  # longest request: prompt + max_new_tokens (at most max_model_len)
-    max_concurrency: float  # vLLM's figure at request_len
-    max_num_requests: int  # admission-gate capacity at request_len
+    max_concurrency: float  # vLLM's figure at request_len (logged_concurrency's alias)
+    max_num_requests: int  # requests of request_len that fit at once, each at its worst case
+    logged_concurrency: float
+    sustained_concurrency: int  # predicted, for requests of request_len (output: max_new_tokens)
+    physical_limit_concurrency: float
     groups: tuple[GroupReport, ...]
     pools: tuple[PoolReport, ...]
     num_query_tokens: int
@@ -80,14 +98,16 @@ class RunReport:
     agree: bool
 
 
-def build_report(layout: Layout, kv_memory_bytes: int, allocated_bytes: int, request_len: int,
-                 run: RunOutcome, fill: FillOutcome | None = None) -> RunReport:
+def build_report(layout: Layout, kv_memory_bytes: int, allocated_bytes: int, request_lens: tuple[int, int],
+                 config: RunConfig, run: RunOutcome, fill: FillOutcome | None = None) -> RunReport:
+    """`request_lens`: (prompt_len, output_len) of the longest request, prompt + output at most
+    max_model_len; `config` the run's (its step budget and max_num_seqs set the sustained figure)."""
+    request_len = sum(request_lens)
+    setup = SustainedSetup(config.max_num_batched_tokens, config.max_num_seqs, request_lens[1], request_len)
     planned = sum(p.num_bytes for p in layout.pools)
     checks = [Check("allocated bytes == layout pool bytes", planned, allocated_bytes,
                     planned == allocated_bytes)]
-    runs = [("", run)] + ([("fill: ", fill.run)] if fill is not None and fill.run is not None else [])
-    for prefix, outcome in runs:
-        checks += _block_checks(layout, outcome, prefix)
+    checks += _block_checks(layout, run, "")
     groups = tuple(
         GroupReport(
             group_id=g, kind=group.kind.value, num_layers=group.num_layers, block_size=group.block_size,
@@ -103,24 +123,23 @@ def build_report(layout: Layout, kv_memory_bytes: int, allocated_bytes: int, req
                   for p, peak in zip(layout.pools, run.cache.peak_pool_blocks_in_use))
     fill_report = None
     if fill is not None:
-        finished = peak_running = preemptions = 0
+        fill_report = FillReport(
+            fill.prompt_len, fill.output_len, fill.predicted, fill.measured, fill.capped,
+            tuple(FillTrialReport(t.num_requests, t.peak_running, t.num_preemptions, t.num_finished, t.is_clean)
+                  for t in fill.trials))
+        seq_len = fill.prompt_len + fill.output_len
+        checks.append(Check(f"fill: sustained concurrency at {seq_len:,} tokens (copies at once, no preemption)",
+                            fill.predicted, fill.measured, fill.predicted == fill.measured))
         if fill.run is not None:
-            finished = sum(1 for g in fill.run.generations if g.finish_reason is not None)
-            peak_running = fill.run.cache.peak_running
-            preemptions = fill.run.cache.num_preemptions
-        fill_report = FillReport(fill.seq_len, fill.predicted, fill.admitted, finished, peak_running,
-                                 preemptions)
-        checks += [
-            Check(f"fill: copies admitted at {fill.seq_len} tokens == max_num_requests", fill.predicted,
-                  fill.admitted, fill.predicted == fill.admitted),
-            Check("fill: copies run to completion", fill.admitted, finished, finished == fill.admitted),
-            Check("fill: preemptions", 0, preemptions, preemptions == 0),
-        ]
+            checks += _block_checks(layout, fill.run, f"fill ({fill.measured} copies): ")
     return RunReport(
         layout=layout.name, kv_memory_bytes=kv_memory_bytes, allocated_bytes=allocated_bytes,
         max_model_len=layout.max_model_len, in_flight_tokens=layout.in_flight_tokens, request_len=request_len,
         max_concurrency=layout.max_concurrency(request_len) if layout.groups else 0.0,
         max_num_requests=layout.max_num_requests(request_len),
+        logged_concurrency=layout.max_concurrency(request_len) if layout.groups else 0.0,
+        sustained_concurrency=predict_sustained(layout, setup),
+        physical_limit_concurrency=layout.physical_limit_concurrency(request_len),
         groups=groups, pools=pools, num_query_tokens=run.cache.num_query_tokens,
         num_hit_tokens=run.cache.num_hit_tokens, num_preemptions=run.cache.num_preemptions,
         fill=fill_report, checks=tuple(checks), agree=all(c.ok for c in checks),

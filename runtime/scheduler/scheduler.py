@@ -27,10 +27,12 @@ _new_entry = partial(tuple.__new__, ScheduledRequest)  # ScheduledRequest from o
 class Admission(str, Enum):
     """When a waiting request is admitted.
 
-    GATE: hkv's default: only when its whole sequence fits at the Layout's worst-case bound
-        (`KVCacheManager.can_admit`), so a running request is rarely preempted.
-    NEXT_CHUNK: vLLM's scheduler: as soon as the prompt's next chunk fits (`allocate_slots`
-        succeeds); growth later may preempt. The sustained-concurrency probe measures this.
+    GATE: vLLM 0.32's (`scheduler_reserve_full_isl`, on by default) and hkv's default: only when
+        slots for all its tokens fit (`KVCacheManager.can_admit`: a fresh request's prompt,
+        sliding and chunked groups capped at what they ever hold), then as the next chunk fits.
+        Growth during decode may still preempt. The sustained-concurrency probe measures this.
+    NEXT_CHUNK: earlier vLLM versions': as soon as the prompt's next chunk fits
+        (`allocate_slots` succeeds); a long prompt admitted this way may preempt mid-prefill.
     """
 
     GATE = "gate"

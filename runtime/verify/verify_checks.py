@@ -2,8 +2,8 @@
 
 One Check per figure: the capacity line vLLM logs, its num_gpu_blocks, the block size it resolved,
 its padding / Mamba alignment messages, its in-flight token allowance T, and the sustained
-concurrency measured by running max-length requests. A check whose prediction hkv cannot make yet
-has ok = None: reported, never a failure.
+concurrency measured by running max-length requests (hkv's planner and hkv's runtime each predict
+it), and the preemptions at the first N that does not run clean.
 """
 
 from __future__ import annotations
@@ -12,15 +12,12 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Any
 
+from hkv.runtime.verify.hkv_expectation import HkvExpectation
 from hkv.runtime.verify.sustained_search import SustainedSearch
 from hkv.runtime.verify.vllm_engine_args import EngineSettings
 from hkv.runtime.verify.vllm_startup_log import NOTE_KEYS, StartupLog
 from hkv.planner.capacity import vllm_log_lines
 from hkv.planner.plan import LayoutReport
-
-NO_SUSTAINED_PREDICTION = ("no prediction yet: this hkv's planner has no capacity.sustained_concurrency; "
-                           "vLLM's measured figure is reported")
-
 
 @dataclass(frozen=True)
 class Check:
@@ -29,11 +26,6 @@ class Check:
     measured: Any  # JSON-safe
     ok: bool | None  # None: nothing to compare with (not a failure)
     note: str = ""
-
-
-def _predicted_sustained(report: LayoutReport) -> int | None:
-    """hkv's sustained-concurrency prediction for the layout, None while the planner makes none."""
-    return getattr(report.capacity, "sustained_concurrency", None)
 
 
 def _compared(name: str, predicted: Any, measured: Any, note: str = "") -> Check:
@@ -55,28 +47,33 @@ def _measurement_limit(search: SustainedSearch, request_lens: tuple[int, int], e
 
 
 def verify_checks(report: LayoutReport, settings: EngineSettings, engine: dict[str, Any],
-                  startup: StartupLog, search: SustainedSearch, request_lens: tuple[int, int]) -> list[Check]:
+                  startup: StartupLog, search: SustainedSearch, request_lens: tuple[int, int],
+                  hkv: HkvExpectation, vllm_preemptions_after: int | None) -> list[Check]:
     """`engine` is what the driver's "ready" event said vLLM resolved; `request_lens` the
-    (prompt_len, output_len) of the sustained runs' requests."""
+    (prompt_len, output_len) of the sustained runs' requests; `vllm_preemptions_after` the
+    preemptions vLLM counted at its first unclean N (sustained + 1), None when the search was
+    capped by max_num_seqs (no such run)."""
     layout = report.layout
     predicted_line = vllm_log_lines(layout, "current", settings.device_name)[0]
     predicted_notes = sorted(n for n in layout.notes if any(key in n for key in NOTE_KEYS))
     limit = _measurement_limit(search, request_lens, engine)
-    predicted_sustained = _predicted_sustained(report)
-    if predicted_sustained is None:
-        sustained = Check("sustained concurrency", None, search.sustained, None,
-                          "; ".join(filter(None, (NO_SUSTAINED_PREDICTION, limit))))
-    else:
-        sustained = _compared("sustained concurrency", predicted_sustained, search.sustained, limit)
-    return [
+    checks = [
         _compared("capacity line", predicted_line, startup.capacity_line,
                   "" if startup.capacity_line else "vLLM logged no capacity line"),
         _compared("num_blocks", layout.pools[0].num_blocks, engine["num_gpu_blocks"]),
         _compared("block size", min(g.block_size for g in layout.groups), engine["block_size"]),
         _compared("padding / alignment messages", predicted_notes, list(startup.notes)),
         _compared("in-flight tokens T", layout.in_flight_tokens, engine["max_in_flight_tokens"]),
-        sustained,
+        _compared("sustained concurrency", hkv.predicted, search.sustained,
+                  "; ".join(filter(None, ("hkv: the planner's prediction", limit)))),
+        _compared("sustained, hkv runtime", hkv.simulated, search.sustained,
+                  "hkv: its scheduler and pools in vLLM-compatible mode, really allocating"),
     ]
+    if vllm_preemptions_after is not None:
+        n = search.sustained + 1
+        checks.append(_compared(f"preemptions at N = {n}", hkv.preemptions_at(layout, n), vllm_preemptions_after,
+                                "hkv: its runtime in vLLM-compatible mode"))
+    return checks
 
 
 def all_ok(checks: list[Check]) -> bool:

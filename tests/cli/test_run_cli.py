@@ -102,13 +102,44 @@ def test_jsonl_json_output(model_dir, files):
     assert gens[0]["token_ids"] == out[:len(gens[0]["token_ids"])]
 
 
-def test_fill_admits_the_planned_copies_and_runs_them(model_dir, files):
-    doc = run_json("--model", model_dir, "--prompt-file", files["jsonl"], *SMALL, "--kv-memory", "96KiB",
-                   "--fill", "--layout", "vllm")
+# --fill on the vllm layout, block size 4: 2 KV heads x 16 dims x (K, V) x 4 bytes = 256 B per token
+# per layer, 1,024 B per layer slot, 2 slots per block (2 sliding + 2 full layers, one group each)
+# = 2,048 B per block. Copies of the 30-token prompt + 24 output tokens (54 tokens) each hold, at
+# their last step, cdiv(53, 4) = 14 full blocks and 14 - (52 - 7) // 4 = 3 sliding blocks (window
+# 8): 17. 96 KiB = 48 blocks (47 usable): 47 // 17 = 2 run clean, 3 cannot all finish (51 > 47)
+# and preempt; 128 KiB = 64 blocks: 63 // 17 = 3, and 4 need 68.
+FILL = ["--block-size", "4", "--max-num-batched-tokens", "16", "--max-new-tokens", "24", "--fill",
+        "--layout", "vllm"]
+
+
+@pytest.mark.parametrize("kv_memory, sustained", [("96KiB", 2), ("128KiB", 3)])
+def test_fill_measures_sustained_concurrency_with_the_model(model_dir, files, kv_memory, sustained):
+    doc = run_json("--model", model_dir, "--prompt-file", files["jsonl"], "--kv-memory", kv_memory, *FILL)
     fill = doc["report"]["fill"]
-    assert fill["seq_len"] == 36 and fill["predicted"] >= 2
-    assert fill["admitted"] == fill["predicted"] == fill["finished"] and fill["num_preemptions"] == 0
-    assert doc["report"]["agree"] is True and doc["report"]["layout"] == "vllm"
+    assert (fill["prompt_len"], fill["output_len"]) == (30, 24)
+    assert (fill["predicted_sustained"], fill["measured_sustained"], fill["capped"]) == (sustained, sustained, False)
+    trials = {t["num_requests"]: t for t in fill["trials"]}
+    assert trials[sustained]["clean"] and trials[sustained]["num_finished"] == sustained
+    assert trials[sustained + 1]["num_preemptions"] >= 1 and not trials[sustained + 1]["clean"]
+    report = doc["report"]
+    assert report["agree"] is True and report["layout"] == "vllm"
+    assert report["logged_concurrency"] == report["max_concurrency"] > 0
+    assert report["physical_limit_concurrency"] > report["logged_concurrency"]
+
+
+def test_fill_catches_a_wrong_sustained_prediction(model_dir, files, monkeypatch):
+    """A planner that forgets to release out-of-window blocks (sliding counted as full attention)
+    predicts 63 // 28 = 2 at 128 KiB; the model runs 3: exit 3."""
+    import hkv.planner.sustained as sustained
+    from hkv.model_specs.cache_spec import CacheKind
+
+    monkeypatch.setitem(sustained._HELD, CacheKind.SLIDING, sustained._full_held)
+    result = run("--model", model_dir, "--prompt-file", files["jsonl"], "--kv-memory", "128KiB", *FILL,
+                 "--format", "json")
+    assert result.exit_code == 3, result.stderr
+    fill = json.loads(result.stdout)["report"]["fill"]
+    assert (fill["predicted_sustained"], fill["measured_sustained"]) == (2, 3)
+    assert "MISMATCH" in result.stderr and "fill: sustained concurrency" in result.stderr
 
 
 def test_mismatch_exits_3(model_dir, files, monkeypatch):

@@ -68,7 +68,7 @@ def test_family_matches_transformers(family, tmp_path):
     if family in LOCAL_FAMILIES:  # windows / chunks of 8 are crossed: blocks were released early
         assert sum(outcome.cache.early_released_blocks) > 0
     layout = the_plan.primary.layout
-    report = build_report(layout, KV_BYTES, runner.kv_cache.num_bytes, 37 + MAX_NEW, outcome)
+    report = build_report(layout, KV_BYTES, runner.kv_cache.num_bytes, (37, MAX_NEW), config, outcome)
     assert report.agree, [c for c in report.checks if not c.ok]
 
 

@@ -20,6 +20,7 @@ from hkv.runtime.live.live_run import CacheMeasurements, Generation, RunOutcome,
 from hkv.runtime.live.live_setup import UnsupportedModelError, open_model  # noqa: E402
 from hkv.runtime.live.paged_kv_cache import PagedKVCache, UnsupportedLayoutError  # noqa: E402
 from hkv.runtime.live.prompt_file import Prompt, PromptFileError, read_prompt_file  # noqa: E402
+from hkv.runtime.live.run_config import RunConfig  # noqa: E402
 from hkv.runtime.live.run_report import build_report  # noqa: E402
 from hkv.runtime.live.sampler import Sampler, SamplingConfig  # noqa: E402
 
@@ -197,13 +198,14 @@ def test_report_agrees_only_within_the_plan():
     assert bounds == (8, 5) and t == 8
     planned = layout.pools[0].num_bytes
     lens = {"0": 30, "1": 6}
-    good = build_report(layout, planned, planned, 30, outcome_with({"0": (8, 5), "1": (2, 2)}, lens, 19))
+    lens30, cfg = (24, 6), RunConfig(max_new_tokens=6)  # the longest request: 30 tokens
+    good = build_report(layout, planned, planned, lens30, cfg, outcome_with({"0": (8, 5), "1": (2, 2)}, lens, 19))
     assert good.agree and all(c.ok for c in good.checks)
-    over = build_report(layout, planned, planned, 30, outcome_with({"0": (8, 6), "1": (2, 2)}, lens, 19))
+    over = build_report(layout, planned, planned, lens30, cfg, outcome_with({"0": (8, 6), "1": (2, 2)}, lens, 19))
     failed = [c for c in over.checks if not c.ok]
     assert not over.agree and len(failed) == 1 and (failed[0].predicted, failed[0].measured) == (5, 6)
-    full_pool = build_report(layout, planned, planned, 30, outcome_with({"0": (1, 1)}, {"0": 3}, 20))
+    full_pool = build_report(layout, planned, planned, lens30, cfg, outcome_with({"0": (1, 1)}, {"0": 3}, 20))
     assert not full_pool.agree
-    wrong_bytes = build_report(layout, planned, planned - 1, 30, outcome_with({"0": (1, 1)}, {"0": 3}, 2))
+    wrong_bytes = build_report(layout, planned, planned - 1, lens30, cfg, outcome_with({"0": (1, 1)}, {"0": 3}, 2))
     assert not wrong_bytes.agree
     assert json.loads(json.dumps(asdict(good)))["agree"] is True
