@@ -18,20 +18,7 @@ from hkv.planner.sustained import SustainedSetup, largest_clean, predict_sustain
 from hkv.runtime.live.live_run import RunOutcome, generate
 from hkv.runtime.live.model_runner import ModelRunner
 from hkv.runtime.live.run_config import RunConfig
-
-
-@dataclass(frozen=True)
-class FillTrial:
-    """N copies through the model at once."""
-
-    num_requests: int
-    peak_running: int
-    num_preemptions: int
-    num_finished: int
-
-    @property
-    def is_clean(self) -> bool:
-        return self.num_preemptions == 0 and self.peak_running == self.num_requests
+from hkv.runtime.simulation.sustained_probe import Trial  # one trial's record, as the simulated probe's
 
 
 @dataclass(frozen=True)
@@ -41,7 +28,7 @@ class FillOutcome:
     max_num_seqs: int  # the search's cap
     predicted: int  # the planner's sustained N for this request
     measured: int  # largest clean N with the real model (0: one copy alone is not clean)
-    trials: tuple[FillTrial, ...]  # in the order run
+    trials: tuple[Trial, ...]  # in the order run
     run: RunOutcome | None  # the run of `measured` copies; None when measured is 0
 
     @property
@@ -51,7 +38,7 @@ class FillOutcome:
 
 
 def fill(runner: ModelRunner, prompt: Sequence[int], config: RunConfig,
-         on_trial: Callable[[FillTrial], None] | None = None) -> FillOutcome:
+         on_trial: Callable[[Trial], None] | None = None) -> FillOutcome:
     """Measure the sustained concurrency of copies of `prompt` + `config.max_new_tokens` output
     tokens (fewer if max_model_len ends the request) on `runner`; `on_trial` sees each trial.
     Resets the runner's cache state between trials; mutates nothing else it is given."""
@@ -62,12 +49,12 @@ def fill(runner: ModelRunner, prompt: Sequence[int], config: RunConfig,
     trial_config = replace(config, max_new_tokens=output_len, eos_token_ids=frozenset(),
                            enable_prefix_caching=False, record_logits=False, check_tables=False)
     outcomes: dict[int, RunOutcome] = {}
-    trials: list[FillTrial] = []
+    trials: list[Trial] = []
 
     def is_clean(num_requests: int) -> bool:
         outcome = generate(runner, [prompt] * num_requests, trial_config)
         finished = sum(1 for g in outcome.generations if g.finish_reason is not None)
-        trial = FillTrial(num_requests, outcome.cache.peak_running, outcome.cache.num_preemptions, finished)
+        trial = Trial(num_requests, outcome.cache.num_preemptions, outcome.cache.peak_running, finished)
         trials.append(trial)
         if on_trial is not None:
             on_trial(trial)
