@@ -37,7 +37,8 @@ def main(measure: bool) -> None:
                 if measure:
                     from hkv.runtime.simulation.sustained_probe import measure_sustained
 
-                    line += f" {measure_sustained(report.layout, sustained_setup(cfg, result.budget)).sustained:>8}"
+                    measured = measure_sustained(report.layout, sustained_setup(cfg, result.budget)).sustained
+                    line += f" {measured:>8}" + ("" if measured == cap.sustained_concurrency else "  MISMATCH")
                 print(line, flush=True)
 
 

@@ -14,6 +14,7 @@ Pool memory, layer-outer (as vLLM's default LBNHC layout):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from hkv.model_specs.cache_spec import CacheKind, LayerCacheSpec
 
@@ -22,12 +23,27 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+class BlockBound(Enum):
+    """How a group bounds the blocks one request may hold (`blocks_per_request`).
+
+    VLLM: vLLM's own max_memory_usage_bytes, kept exactly so that its log lines are reproduced: a
+    sliding group is charged W - 1 + T tokens plus one block for window/block misalignment even
+    when that is more than the whole sequence has (W - 1 + T >= L gives cdiv(L, b) + 1).
+    EXACT: the same, but never more than the cdiv(L, b) blocks the sequence has, which is all a
+    sliding request can ever hold. hkv's own layout counts this way.
+    """
+
+    VLLM = "vllm"
+    EXACT = "exact"
+
+
 @dataclass(frozen=True)
 class KVCacheGroup:
     """Cache layers with one spec that share one block table.
 
     `num_state_blocks` is the number of state blocks a recurrent group holds per request
     (vLLM align mode: 2 live + 1 prefill checkpoint; hkv: 1); None for attention groups.
+    `bound` says how `blocks_per_request` counts (BlockBound).
     """
 
     kind: CacheKind
@@ -38,6 +54,7 @@ class KVCacheGroup:
     page_size_bytes: int  # one layer slot of one block, padding included
     pool_id: int = 0
     num_state_blocks: int | None = None
+    bound: BlockBound = BlockBound.VLLM
 
     @property
     def num_layers(self) -> int:
@@ -46,8 +63,9 @@ class KVCacheGroup:
     def blocks_per_request(self, seq_len: int, in_flight_tokens: int) -> int:
         """Blocks one request of `seq_len` tokens may hold at once (vLLM's max_memory_usage_bytes / page).
 
-        full: cdiv(L, bs); sliding: cdiv(min(W-1+T, L), bs) + 1 (window/block misalignment);
-        chunked: cdiv(min(C+T, L), bs); recurrent: `num_state_blocks`.
+        full: cdiv(L, bs); sliding: cdiv(min(W-1+T, L), bs) + 1 (window/block misalignment),
+        at most cdiv(L, bs) under BlockBound.EXACT; chunked: cdiv(min(C+T, L), bs); recurrent:
+        `num_state_blocks`.
         """
         return _BLOCKS_PER_REQUEST[self.kind](self, seq_len, in_flight_tokens)
 
@@ -75,7 +93,8 @@ def _full_blocks(g: KVCacheGroup, seq_len: int, t: int) -> int:
 def _sliding_blocks(g: KVCacheGroup, seq_len: int, t: int) -> int:
     window = g.spec.window_len  # type: ignore[union-attr]
     assert window is not None, "sliding group without a window"
-    return cdiv(min(window - 1 + t, seq_len), g.block_size) + 1
+    blocks = cdiv(min(window - 1 + t, seq_len), g.block_size) + 1
+    return blocks if g.bound is BlockBound.VLLM else min(blocks, cdiv(seq_len, g.block_size))
 
 
 def _chunked_blocks(g: KVCacheGroup, seq_len: int, t: int) -> int:

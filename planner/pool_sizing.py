@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hkv.model_specs.cache_spec import StateCacheSpec
-from hkv.planner.layout import KVCacheGroup, Pool
+from hkv.planner.layout import BlockBound, KVCacheGroup, Pool
 from hkv.planner.paged_layer import PagedLayer, pp_stage_of
 
 
 StateBlocks = Callable[[StateCacheSpec], int]  # state blocks a request holds, per recurrent spec
 
 
-def to_kv_groups(groups: list[list[PagedLayer]], pool_id: int,
-                 state_blocks: StateBlocks | None = None) -> list[KVCacheGroup]:
+def to_kv_groups(groups: list[list[PagedLayer]], pool_id: int, state_blocks: StateBlocks | None = None,
+                 bound: BlockBound = BlockBound.VLLM) -> list[KVCacheGroup]:
     """`state_blocks` is required when a group is recurrent."""
     out = []
     for members in groups:
@@ -28,6 +28,7 @@ def to_kv_groups(groups: list[list[PagedLayer]], pool_id: int,
             page_size_bytes=head.page_size_bytes,
             pool_id=pool_id,
             num_state_blocks=state_blocks(spec) if isinstance(spec, StateCacheSpec) and state_blocks else None,
+            bound=bound,
         ))
     return out
 

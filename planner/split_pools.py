@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from hkv.model_specs.cache_spec import CacheKind, LayerCacheSpec, StateCacheSpec
 from hkv.model_specs.layer_desc import CacheLayer
-from hkv.planner.layout import KVCacheGroup, Pool
+from hkv.planner.layout import BlockBound, KVCacheGroup, Pool
 from hkv.planner.paged_layer import PagedLayer, bucket_by_spec, unify_page_sizes
 from hkv.planner.pool_sizing import bytes_per_block_by_stage, size_pool, to_kv_groups
 
@@ -53,7 +53,7 @@ class _StagedPool(NamedTuple):
 
 def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], budget_bytes: int,
                       split_len: int, in_flight_tokens: int, num_hidden_layers: int,
-                      pp: int) -> tuple[list[KVCacheGroup], list[Pool]]:
+                      pp: int, bound: BlockBound = BlockBound.VLLM) -> tuple[list[KVCacheGroup], list[Pool]]:
     """Pools (in the given order) sharing `budget_bytes`, balanced at `split_len` tokens.
 
     Every pool first gets its null block and the blocks of n requests of split_len tokens, n as
@@ -62,7 +62,7 @@ def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], bud
     """
     staged = []
     for pool_id, (kind, groups) in enumerate(pool_groups):
-        kv_groups = to_kv_groups(groups, pool_id, hkv_state_blocks)
+        kv_groups = to_kv_groups(groups, pool_id, hkv_state_blocks, bound)
         bytes_per_block = max(bytes_per_block_by_stage(groups, num_hidden_layers, pp))
         blocks = sum(g.blocks_per_request(split_len, in_flight_tokens) for g in kv_groups)
         staged.append(_StagedPool(pool_id, kind, groups, kv_groups, bytes_per_block, blocks))

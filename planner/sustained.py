@@ -31,7 +31,9 @@ Because the token schedule does not depend on memory until the first refusal, wa
 these counts gives exactly the step where the real allocator first runs out.
 
 Long decodes are skipped, not walked: once nobody waits and every running request decodes
-(one token each per step), each request's blocks after release and after allocation are
+(one token each per step) and has made its first decode step (that step releases the last
+prefill chunk's window blocks request by request, interleaved with the others' growth, and is
+walked: jumping it released them all at once and missed a preemption on Gemma-3-27B at 8k), each request's blocks after release and after allocation are
 functions h(c) of its computed tokens with h(c + P) >= h(c) for P = lcm(block sizes, chunk
 lengths) (full attention grows, sliding grows then repeats every block, chunked and recurrent
 repeat). So a step that runs out is followed, P steps later, by one that runs out too: only the
@@ -189,7 +191,10 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
         """Skip all but the last period + 1 steps of a pure decode phase (module docstring)."""
         if next_waiting < num_requests or len(running) > setup.max_num_batched_tokens:
             return
-        if any(computed[r] < prompt_len for r in running):
+        if any(computed[r] <= prompt_len for r in running):
+            # Each request must have made one decode step: the first one releases the last
+            # prefill chunk's window blocks, request by request, interleaved with the others'
+            # growth, so it is walked, not jumped (held is held_blocks(g, c - 1, c) only after it).
             return
         num_steps = min(seq_len - 1 - computed[r] for r in running) - period - 1
         if num_steps <= 0:

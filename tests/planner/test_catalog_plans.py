@@ -15,9 +15,6 @@ from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.plan_json import plan_to_dict
 
-# vLLM pads one slot (29 sliding layers in groups of 5) but every cheaper grouping needs more
-# than twice vLLM's block ids per request (one layer per group: 4.9x), so hkv keeps vLLM's.
-SAME_AS_VLLM = {"gemma-3-4b-it"}
 MODELS = {name: load_model_spec(name) for name in catalog_names()}
 
 
@@ -94,10 +91,7 @@ def test_hkv_never_wastes_more_than_vllm(name, max_len):
     assert hkv.waste_fraction <= vllm.waste_fraction + 1e-9
     assert hkv.capacity.max_num_requests >= vllm.capacity.max_num_requests
     if vllm.layout.padding_slots() > 0 and max_len is None:
-        if name in SAME_AS_VLLM:
-            assert hkv.waste_fraction == pytest.approx(vllm.waste_fraction)
-        else:
-            assert hkv.waste_fraction < vllm.waste_fraction
+        assert hkv.waste_fraction < vllm.waste_fraction
 
 
 def test_gemma3_27b_catalog_matches_the_design_example():

@@ -20,7 +20,7 @@ import pytest
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.catalog import catalog_names
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.layout import KVCacheGroup, Layout
+from hkv.planner.layout import BlockBound, KVCacheGroup, Layout
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
 from hkv.runtime.kv_cache.capacity_probe import probe_capacity
@@ -96,12 +96,14 @@ def _oracle_blocks(group: KVCacheGroup, seq_len: int, in_flight_tokens: int) -> 
     """Worst-case blocks of one request in one group, written from vllm-hybrid-kv.md 2.3's
     max_memory_usage_bytes table (divided by the page), not from the planner's code:
     full cdiv(L, b); sliding cdiv(min(W - 1 + T, L), b) + 1; chunked cdiv(min(C + T, L), b);
-    recurrent its state blocks."""
+    recurrent its state blocks. hkv's groups (BlockBound.EXACT, docs/layouts.md) never charge a
+    sliding request more than the cdiv(L, b) blocks its sequence has."""
     b, t = group.block_size, in_flight_tokens
     if group.kind is CacheKind.RECURRENT:
         return group.num_state_blocks
     if group.kind is CacheKind.SLIDING:
-        return -(-min(group.spec.window_len - 1 + t, seq_len) // b) + 1
+        vllm_blocks = -(-min(group.spec.window_len - 1 + t, seq_len) // b) + 1
+        return vllm_blocks if group.bound is BlockBound.VLLM else min(vllm_blocks, -(-seq_len // b))
     if group.kind is CacheKind.CHUNKED:
         return -(-min(group.spec.chunk_len + t, seq_len) // b)
     assert group.kind is CacheKind.FULL, group.kind

@@ -71,6 +71,20 @@ def test_prediction_equals_measurement_on_catalog_plans(model, max_len, kv_bytes
         assert measured >= report.layout.max_num_requests(max_len)  # the gate is a lower bound
 
 
+def test_the_first_decode_step_after_prefill_is_walked():
+    # Regression: Gemma-3-27B's hkv layout on an H100 at 8k (31 groups of 2, T = 8,192). The
+    # first decode step releases each request's last prefill window in turn while earlier ones
+    # grow; skipping it with the steady decodes released everything at once and predicted 17
+    # where the scheduler preempts at 17 (measured 16).
+    cfg = PlanConfig(gpu="h100", max_model_len=8192)
+    result = plan(load_model_spec("gemma-3-27b-it"), cfg)
+    setup = SustainedSetup(max_num_batched_tokens=result.budget.max_num_batched_tokens,
+                           max_num_seqs=cfg.max_num_seqs)
+    for name in ("hkv", "vllm"):
+        layout = result.reports[name].layout
+        assert predict_sustained(layout, setup) == measure_sustained(layout, setup).sustained, name
+
+
 def _window_off_by_one(g, c, t):
     window = g.spec.window_len + 1  # keeps one token too many
     return cdiv(t, g.block_size) - max(0, c - window + 1) // g.block_size
