@@ -27,7 +27,7 @@ FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json
 @handles_errors
 def plan_command(
     model: ModelArg,
-    gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, utilization: UtilOpt = None,
+    gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, gpu_memory_utilization: UtilOpt = None,
     available_kv_memory: AvailableOpt = None, tp: TpOpt = None, pp: PpOpt = None,
     dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
@@ -43,14 +43,7 @@ def plan_command(
     Examples: hkv plan gemma-3-27b --gpu h100 ; hkv plan gpt-oss-120b --gpu h200 --max-model-len 32768
     --format json ; hkv plan ./my-model --available-kv-memory 20GiB --layout vllm
     """
-    options = PlanOptions(
-        gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=utilization,
-        available_kv_memory=available_kv_memory, tp=tp, pp=pp, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
-        mamba_ssm_dtype=mamba_ssm_dtype, block_size=block_size, max_model_len=max_model_len,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, output_len=output_len,
-        vllm_log=vllm_log,
-        expected_avg_seq_len=expected_avg_seq_len, concurrency=concurrency,
-        no_prefix_caching=no_prefix_caching, layout=layout)
+    options = PlanOptions.from_args(locals())
     cfg = options.plan_config()
     spec = load_model_spec(model)
     result = plan(spec, cfg)

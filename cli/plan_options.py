@@ -7,7 +7,8 @@ leaves the PlanConfig default in place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Annotated, Any, TypeVar
 
@@ -92,6 +93,14 @@ class PlanOptions:
     concurrency: int | None = None
     no_prefix_caching: bool = False
     layout: Enum | None = None
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any], **overrides: Any) -> PlanOptions:
+        """The options among a command's parameters (its `locals()` on entry: every parameter
+        named as a field here is a plan option), then `overrides` (a command that fixes one, or
+        whose parameter of that name means something else, passes it here)."""
+        given = {f.name: args[f.name] for f in fields(cls) if f.name in args}
+        return cls(**{**given, **overrides})
 
     def plan_config(self) -> PlanConfig:
         """The PlanConfig; InvalidInputError for values PlanConfig or the parsers refuse."""

@@ -47,7 +47,7 @@ def simulate_command(
     layout: SimLayoutOpt = SimulateLayout("hkv"),  # type: ignore[assignment]
     probe_capacity_flag: ProbeOpt = False, sweep_split: SweepOpt = False,
     eviction: EvictionOpt = EvictionPolicy.GROUP_AWARE,
-    gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, utilization: UtilOpt = None,
+    gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, gpu_memory_utilization: UtilOpt = None,
     available_kv_memory: AvailableOpt = None, tp: TpOpt = None, pp: PpOpt = None,
     dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
@@ -69,13 +69,7 @@ def simulate_command(
     from hkv.runtime.simulation.workload_gen import generate_workload
     from hkv.runtime.simulation.workload_spec import parse_workload
 
-    options = PlanOptions(
-        gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=utilization,
-        available_kv_memory=available_kv_memory, tp=tp, pp=pp, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
-        mamba_ssm_dtype=mamba_ssm_dtype, block_size=block_size, max_model_len=max_model_len,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, output_len=output_len,
-        vllm_log=vllm_log,
-        expected_avg_seq_len=expected_avg_seq_len, no_prefix_caching=no_prefix_caching)
+    options = PlanOptions.from_args(locals(), layout=None)
     if not probe_capacity_flag and (workload is None) == (trace is None):
         raise UserError("give exactly one of --workload SPEC or --trace FILE (or --probe-capacity)")
     cfg = options.plan_config()
@@ -172,9 +166,9 @@ def _probe(the_plan, names, output_format, assumed) -> None:
         write_json({"schema_version": 1, "assumed": assumed, "probe": rows, "match": not mismatch})
     else:
         _note_assumed(assumed)
-        table = Table(title="capacity probe: requests of max_model_len at once (gate: admitted at their "
-                            "worst case; sustained: run without a preemption)")
-        for col in ("layout", "max_model_len", "gate predicted", "gate measured", "sustained predicted",
+        table = Table(title="capacity probe: requests of max_model_len at once (reserved: each admitted "
+                            "only when its worst-case blocks are free; sustained: run without a preemption)")
+        for col in ("layout", "max_model_len", "reserved predicted", "reserved measured", "sustained predicted",
                     "sustained measured", "+1: preemptions / peak running", "logged", "physical limit"):
             table.add_column(col, justify="left" if col == "layout" else "right")
         for r in rows:
@@ -186,7 +180,7 @@ def _probe(the_plan, names, output_format, assumed) -> None:
         stdout_console().print(table)
     if mismatch:
         raise CheckFailedError("MISMATCH between predicted and measured capacity: " + ", ".join(
-            f"{r['layout']} gate predicted {r['predicted']} measured {r['measured']}, sustained predicted "
+            f"{r['layout']} reserved predicted {r['predicted']} measured {r['measured']}, sustained predicted "
             f"{r['predicted_sustained']} measured {r['measured_sustained']}" for r in mismatch))
 
 

@@ -37,7 +37,7 @@ FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json
 @handles_errors
 def verify_command(
     model: ModelOpt, vllm_python: VllmPythonOpt = None,
-    gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, utilization: UtilOpt = None,
+    gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, gpu_memory_utilization: UtilOpt = None,
     available_kv_memory: AvailableOpt = None, tp: TpOpt = None, pp: PpOpt = None,
     dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
@@ -54,12 +54,7 @@ def verify_command(
     Examples: hkv verify --model ./tiny-gemma3 --available-kv-memory 64MiB --max-model-len 2048
     --vllm-python .venv-vllm/bin/python ; hkv verify --model ./Llama-4-Scout --gpu h100 --tp 8
     """
-    options = PlanOptions(
-        gpu=gpu, gpu_memory=gpu_memory, gpu_memory_utilization=utilization,
-        available_kv_memory=available_kv_memory, tp=tp, pp=pp, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
-        mamba_ssm_dtype=mamba_ssm_dtype, block_size=block_size, max_model_len=max_model_len,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, output_len=output_len,
-        no_prefix_caching=no_prefix_caching, layout=PlanLayout("vllm"))
+    options = PlanOptions.from_args(locals(), layout=PlanLayout("vllm"))
     cfg = options.plan_config()
     python = resolve_vllm_python(vllm_python)
     spec = load_model_spec(model)

@@ -44,6 +44,7 @@ from hkv.planner.capacity import vllm_log_lines
 from hkv.planner.memory_budget import compute_memory_budget
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import PlanConfig
+from hkv.runtime.verify.vllm_startup_log import NOTE_KEYS, parse_startup_log
 
 pytestmark = [pytest.mark.slow, pytest.mark.oracle]
 
@@ -52,9 +53,6 @@ REPO_ROOT = HERE.parents[2]
 MAIN_HKV = REPO_ROOT / ".venv" / "bin" / "hkv"
 ENGINE_TIMEOUT_S = 600
 
-CAPACITY_RE = re.compile(r"(\w+) KV cache size: [\d,]+ tokens, Maximum concurrency for [\d,]+ tokens "
-                         r"per request: [\d.]+x")
-NOTE_KEYS = ("padding layers", "Setting attention block size", "Padding mamba page size")
 
 
 @dataclass(frozen=True)
@@ -100,13 +98,6 @@ class EngineRun:
     log_tail: str
 
 
-LOG_PREFIX_RE = re.compile(r"^.*?\[[\w./-]+:\d+\] ")  # "(EngineCore pid=1) INFO 11-22 00:06:47 [file.py:12] "
-
-
-def _strip_prefix(line: str) -> str:
-    return LOG_PREFIX_RE.sub("", line).strip()
-
-
 def _run_engine(case: EngineCase, workdir: Path) -> EngineRun:
     model_dir = tiny_models.build(case.kind, workdir / case.kind)
     env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
@@ -122,11 +113,9 @@ def _run_engine(case: EngineCase, workdir: Path) -> EngineRun:
     if proc.returncode != 0 or not results:
         pytest.fail(f"vLLM engine failed on tiny {case.kind} (rc {proc.returncode}):\n{tail}")
     result = json.loads(results[-1][len("ORACLE_RESULT "):])
-    matches = [m for line in out.splitlines() if (m := CAPACITY_RE.search(line))]
-    assert matches, f"no capacity line in the engine log:\n{tail}"
-    notes = sorted({_strip_prefix(line) for line in out.splitlines()
-                    if any(key in line for key in NOTE_KEYS)})
-    return EngineRun(model_dir, result, matches[-1].group(0), notes, tail)
+    startup = parse_startup_log(out.splitlines())  # the parser `hkv verify` reads the log with
+    assert startup.capacity_line is not None, f"no capacity line in the engine log:\n{tail}"
+    return EngineRun(model_dir, result, startup.capacity_line, list(startup.notes), tail)
 
 
 @pytest.fixture(scope="session")
