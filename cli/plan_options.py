@@ -57,6 +57,9 @@ MaxSeqsOpt = Annotated[int | None, typer.Option(
 OutputLenOpt = Annotated[int | None, typer.Option(
     "--output-len", help="output tokens of the max-length requests of the sustained figure "
                          "[default: max model len // 8; the rest is prompt]")]
+ChunkOpt = Annotated[int | None, typer.Option(
+    "--hkv-prefill-chunk-len", help="hkv layout: most prompt tokens one request gets per step; its "
+                                f"in-flight allowance T [default: {DEFAULTS.hkv_prefill_chunk_len:,}]")]
 VllmLogOpt = Annotated[VllmLog | None, typer.Option(  # type: ignore[valid-type]
     "--vllm-log", help=f"vLLM capacity log format (legacy: <= v0.23) [default: {DEFAULTS.vllm_log}]")]
 AvgLenOpt = Annotated[str | None, typer.Option(
@@ -88,6 +91,7 @@ class PlanOptions:
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
     output_len: int | None = None
+    hkv_prefill_chunk_len: int | None = None
     vllm_log: Enum | None = None
     expected_avg_seq_len: str | None = None  # tokens, as typed (the env var's rules)
     concurrency: int | None = None
@@ -121,6 +125,7 @@ class PlanOptions:
             max_num_batched_tokens=self.max_num_batched_tokens,
             max_num_seqs=_given(self.max_num_seqs, d.max_num_seqs),
             output_len=self.output_len,
+            hkv_prefill_chunk_len=_given(self.hkv_prefill_chunk_len, d.hkv_prefill_chunk_len),
             vllm_log=_given(_value(self.vllm_log), d.vllm_log),
             expected_avg_seq_len=expected_avg_seq_len_from_env() if self.expected_avg_seq_len is None
             else parse_positive_int(self.expected_avg_seq_len, name=flag_of("expected_avg_seq_len")),

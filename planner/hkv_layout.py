@@ -1,21 +1,22 @@
 """hkv's own layout: vLLM's single shared pool, with changes that only ever remove waste.
 
-1. No padding slots where a grouping without them exists. vLLM's groups all have as many layer
-   slots as the largest group; a group with fewer layers pads the difference in every block it
-   holds (Gemma-3-27B: 52 sliding layers in groups of 10 leave 8 slots empty). hkv tries every
-   group size g (strided split as vLLM) and keeps the one with the fewest bytes per request of
-   max_model_len tokens (ties: fewer groups). A g dividing every kind's layer count (the gcd)
-   has no padding at all and so the fewest bytes under any weighting of the kinds: the worst
-   case of the logged figure and the steady state of the sustained one alike. It may mean more
-   groups than vLLM (Gemma-3-27B: 31 of 2 layers instead of 7 of 10): a block id costs 4 bytes
-   of block table against a page of tens of KiB, and per-group work is per step, not per token.
-   vLLM's own g is a candidate, so hkv never needs more bytes per request than vLLM.
+1. A prefill chunk per request (`hkv_prefill_chunk_len`, default 2,048 tokens) and synchronous
+   scheduling, so T, the tokens a request may have in flight, is min(that, the step's budget)
+   where vLLM's is 2 x the budget. A sliding or chunked layer holds at most its window (chunk)
+   plus T, so on Gemma-3 at 8k a sliding group is charged 193 blocks instead of vLLM's 513 (one
+   more than full attention's 512, which makes vLLM's hybrid layout lose to
+   --disable-hybrid-kv-cache-manager there). The step's budget is still filled, by several
+   requests' chunks; the runtime's Scheduler enforces the cap.
 2. Exact per-request bounds (BlockBound.EXACT): a sliding request is never charged more blocks
-   than its sequence has (vLLM charges cdiv(L, b) + 1 once W - 1 + T >= L, more than full
-   attention), and T is one step's token budget per pipeline stage: hkv's scheduler is
-   synchronous, so a request never has more than one step's tokens scheduled beyond what it has
-   computed (vLLM keeps pp + 1 batches in flight for async scheduling).
-3. Recurrent state in its own pool of state-sized blocks. vLLM pads each Mamba state into an
+   than the cdiv(L, b) its sequence has.
+3. Group size chosen for the workload, not by the min-count rule. vLLM's groups all have as many
+   layer slots as the largest group; a group with fewer layers pads the difference in every block
+   it holds (Gemma-3-27B: 52 sliding layers in groups of 10 leave 8 slots empty). hkv tries every
+   group size g (strided split as vLLM) and keeps the one with the fewest bytes per request of
+   max_model_len tokens, among those needing at most MAX_BLOCK_IDS_RATIO x vLLM's block ids per
+   request (ids are allocator work per step). vLLM's own g is a candidate, so hkv never needs
+   more bytes per request than vLLM at the same block size.
+4. Recurrent state in its own pool of state-sized blocks. vLLM pads each Mamba state into an
    attention page and so raises the attention block to hundreds of tokens (528 for Granite-4),
    which makes prefix hits coarse and rounds every request up; it also holds 3 state blocks per
    request. hkv keeps the attention block at --block-size, gives each recurrent spec one group
@@ -37,29 +38,45 @@ from hkv.planner.paged_layer import (
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.pool_sizing import size_pool, to_kv_groups
 from hkv.planner.split_pools import build_split_pools, one_group_per_bucket, state_page_layers
+from hkv.planner.vllm_layout import vllm_group_size
+
+# Block ids per request allowed, relative to vLLM's grouping: each id is allocator work per step
+# (allocation, release, hashing, eviction), so fewer, larger groups run faster. Without this cap
+# Gemma-3-27B takes 31 groups of 2 (no padding) and `hkv simulate` runs 7.9x slower.
+MAX_BLOCK_IDS_RATIO = 2
 
 
 def hkv_in_flight_tokens(cfg: PlanConfig, max_num_batched_tokens: int) -> int:
-    """T of hkv's synchronous scheduler: one step's token budget per pipeline stage."""
-    return cfg.pp * max_num_batched_tokens
+    """T of hkv's scheduler: it is synchronous (a request is in one step at a time) and gives one
+    request at most `hkv_prefill_chunk_len` prompt tokens per step, so no request ever has more
+    than min(that, the step's budget) tokens in flight. The runtime's Scheduler enforces it."""
+    return min(max_num_batched_tokens, cfg.hkv_prefill_chunk_len)
 
 
 def choose_groups(layers: list[PagedLayer], seq_len: int, t: int) -> list[list[PagedLayer]]:
-    """Group size with the fewest bytes per request at seq_len under BlockBound.EXACT (ties:
-    fewer groups)."""
+    """Group size with the fewest bytes per request at seq_len under BlockBound.EXACT (ties: fewer
+    groups), among those needing at most MAX_BLOCK_IDS_RATIO x vLLM's block ids per request."""
     buckets = bucket_by_spec(unify_page_sizes(layers))
     if len(buckets) <= 1:
         return buckets
     page = buckets[0][0].page_size_bytes
 
-    def cost(group_size: int) -> tuple[tuple[int, int], list[list[PagedLayer]]]:
+    def cost(group_size: int) -> tuple[int, int, list[list[PagedLayer]]]:
         groups = [g for b in buckets for g in split_strided(b, group_size)]
         slots = max(len(g) for g in groups)
-        kv_groups = to_kv_groups(groups, 0, bound=BlockBound.EXACT)
-        blocks = sum(g.blocks_per_request(seq_len, t) for g in kv_groups)
-        return (blocks * slots * page, len(groups)), groups
+        blocks = sum(g.blocks_per_request(seq_len, t) for g in to_kv_groups(groups, 0, bound=BlockBound.EXACT))
+        return blocks * slots * page, blocks, groups
 
-    return min((cost(g) for g in range(1, max(len(b) for b in buckets) + 1)), key=lambda c: c[0])[1]
+    _, baseline_ids, best_groups = cost(vllm_group_size([len(b) for b in buckets]))
+    best_key: tuple[int, int] | None = None
+    for group_size in range(1, max(len(b) for b in buckets) + 1):
+        num_bytes, num_ids, groups = cost(group_size)
+        if num_ids > MAX_BLOCK_IDS_RATIO * baseline_ids:
+            continue
+        key = (num_bytes, len(groups))
+        if best_key is None or key < best_key:
+            best_key, best_groups = key, groups
+    return best_groups
 
 
 def build_hkv_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) -> Layout:

@@ -20,6 +20,12 @@ DEFAULT_GPU = "h100"
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_MAX_NUM_SEQS = 256
+# hkv's own scheduler: the most prompt tokens one request gets in a step (the step's budget may
+# still be filled by several requests). It is the `hkv` layout's in-flight allowance T: a sliding
+# or chunked layer holds at most its window (chunk) plus this many tokens. 2,048 tokens keep that
+# transient small next to full attention at 8k (vLLM's T is 2 x 8,192 on an H100) while a chunk of
+# that size is still compute-bound on current GPUs.
+DEFAULT_HKV_PREFILL_CHUNK_LEN = 2048
 
 DTYPE_BYTES = {"auto": None, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
                 "float32": 4, "fp32": 4, "float": 4, "fp8": 1, "float8": 1}
@@ -42,6 +48,7 @@ class PlanConfig:
     max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU class
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     output_len: int | None = None  # sustained figure: output tokens of a max-length request; None: len // 8
+    hkv_prefill_chunk_len: int = DEFAULT_HKV_PREFILL_CHUNK_LEN  # `hkv` layout: prompt tokens per request per step
     vllm_log: Literal["current", "legacy"] = "current"
     expected_avg_seq_len: int | None = None  # partitioned split; None: env var, else max_model_len
     concurrency: int = 1
@@ -49,7 +56,7 @@ class PlanConfig:
     primary_layout: str = "hkv"
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "block_size", "max_num_seqs", "concurrency"):
+        for name in ("tp", "pp", "block_size", "max_num_seqs", "concurrency", "hkv_prefill_chunk_len"):
             _positive(name, getattr(self, name))
         for name in ("max_model_len", "max_num_batched_tokens", "expected_avg_seq_len", "output_len"):
             if getattr(self, name) is not None:

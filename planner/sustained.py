@@ -185,6 +185,7 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
     period = lcm(*(g.block_size for g in groups),
                  *(g.spec.chunk_len for g in groups if g.kind is CacheKind.CHUNKED))  # type: ignore[union-attr]
 
+    max_chunk = layout.in_flight_tokens  # a request never has more tokens in flight (hkv: its chunk cap)
     stalled_steps = 0  # consecutive pure-decode steps in which the waiting head did not fit
 
     def jump_decodes() -> None:
@@ -247,7 +248,7 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
                 budget -= 1
                 continue
             tokens = prompt_len if c < prompt_len else c + 1
-            new_len = min(tokens - c, budget)
+            new_len = min(tokens - c, budget, max_chunk)
             if not try_allocate(r, new_len):
                 return False  # the real scheduler preempts here
             scheduled.append((r, new_len))
@@ -255,7 +256,7 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
         pure_decode = all(computed[r] >= prompt_len for r in running)
         while next_waiting < num_requests and budget > 0 and len(running) < setup.max_num_seqs:
             r = next_waiting
-            new_len = min(prompt_len, budget)
+            new_len = min(prompt_len, budget, max_chunk)
             if any(n > f for n, f in zip(gate_need, free)) or not try_allocate(r, new_len):
                 stalled_steps = stalled_steps + 1 if pure_decode else 0
                 if stalled_steps > period:

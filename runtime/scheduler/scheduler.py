@@ -99,6 +99,7 @@ class Scheduler:
         chunked = self._state_block_size is not None
         entry, is_steady = self._entry, self.kv.is_steady
         num_sent, empty_block_ids = self._num_sent, self._empty_block_ids
+        max_chunk = self.kv.in_flight_tokens  # the Layout's T: tokens a request may have in flight
         i = 0
         while i < len(running) and budget > 0:
             request = running[i]
@@ -115,7 +116,7 @@ class Scheduler:
                 budget -= 1
                 i += 1
                 continue
-            num_new = min(num_new, budget)
+            num_new = min(num_new, budget, max_chunk)
             if chunked:
                 num_new = self._chunk_len(computed, num_new)
             new_blocks = allocate_slots(request, num_new)
@@ -169,7 +170,7 @@ class Scheduler:
             num_new = request.num_tokens - computed.num_tokens
             if num_new > budget and not self.config.enable_chunked_prefill:
                 break
-            num_new = self._chunk_len(computed.num_tokens, min(num_new, budget))
+            num_new = self._chunk_len(computed.num_tokens, min(num_new, budget, kv.in_flight_tokens))
             if gated and not kv.can_admit(request, computed):
                 break
             new_blocks = kv.allocate_slots(request, num_new, computed.num_tokens, computed)

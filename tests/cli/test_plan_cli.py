@@ -79,6 +79,7 @@ BAD_INPUTS = [
     (["gemma-3-27b", "--expected-avg-seq-len", "1.5"], 1,
      "--expected-avg-seq-len must be a positive integer"),
     (["gemma-3-27b", "--tp", "0"], 1, "--tp must be a positive integer, got 0"),
+    (["gemma-3-27b", "--hkv-prefill-chunk-len", "0"], 1, "--hkv-prefill-chunk-len must be a positive integer, got 0"),
     (["gemma-3-27b", "--gpu-memory-utilization", "1.5"], 1, "--gpu-memory-utilization must be in (0, 1]"),
     (["/nonexistent/dir"], 1, "/nonexistent/dir"),
     (["{llama-512}", "--max-model-len", "100000"], 1,
@@ -204,6 +205,7 @@ def test_models_and_gpus():
     ({"max_num_batched_tokens": 512}, "max_num_batched_tokens", 512),
     ({"expected_avg_seq_len": "2048"}, "expected_avg_seq_len", 2048), ({"concurrency": 3}, "concurrency", 3),
     ({"no_prefix_caching": True}, "enable_prefix_caching", False),
+    ({"hkv_prefill_chunk_len": 512}, "hkv_prefill_chunk_len", 512),
 ])
 def test_every_plan_option_reaches_the_plan_config(given, field, expected):
     from dataclasses import fields
@@ -250,3 +252,13 @@ def test_plan_json_carries_the_three_capacity_figures():
     result = run("plan", "gemma-3-27b", "--gpu", "h100", "--max-model-len", "8192", "--output-len", "8192")
     assert result.exit_code == 1
     assert result.stderr == "hkv: error: --output-len must be in [1, 8191], got 8192\n"
+
+
+def test_hkv_prefill_chunk_is_the_hkv_layouts_in_flight_allowance():
+    # T of the hkv layout = min(--hkv-prefill-chunk-len, max_num_batched_tokens); vLLM's stays
+    # 2 x max_num_batched_tokens whatever the option says.
+    for chunk, hkv_t in (("1024", 1024), ("100000", 8192)):
+        result = run("plan", "gemma-3-27b", "--gpu", "h100", "--hkv-prefill-chunk-len", chunk, "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        layouts = json.loads(result.stdout)["layouts"]
+        assert (layouts["hkv"]["in_flight_tokens"], layouts["vllm"]["in_flight_tokens"]) == (hkv_t, 16384)

@@ -67,7 +67,7 @@ BAD_INPUTS = [
     (GEMMA + ["--available-kv-memory", "40MiB", "--max-model-len", "8192", "--workload",
               "fixed:n=1,prompt=8000,output=8"], 1, "(8000 tokens) does not fit in the KV cache"),
     (GEMMA + ["--available-kv-memory", "1KiB", "--workload", "fixed:n=1,prompt=80,output=8"], 1,
-     "the KV budget of 1.00 KiB holds no block of the hkv layout: one block of pool 0 needs 262,144 bytes"),  # 2 slots x 16 tok x 16 heads x 128 x 2 (K, V) x 2 B
+     "the KV budget of 1.00 KiB holds no block of the hkv layout: one block of pool 0 needs 655,360 bytes"),  # 5 slots x 16 tok x 16 heads x 128 x 2 (K, V) x 2 B
     (["deepseek-v3", "--gpu", "h100", "--probe-capacity"], 1,
      "deepseek-v3 does not fit: 626.82 GiB of weights per GPU"),
     (["deepseek-v3", "--gpu", "h100", "--workload", "fixed:n=1"], 1, "short by 557.64 GiB: raise --tp/--pp"),

@@ -20,35 +20,39 @@ def layouts(model, **cfg):
 def test_gemma3_27b_less_padding_and_more_capacity():
     hkv, vllm = layouts(gemma3_27b())
     assert vllm.padding_slots() == 8
-    # T: vLLM keeps 2 batches of 8,192 tokens in flight, hkv's synchronous scheduler one.
-    assert (vllm.in_flight_tokens, hkv.in_flight_tokens) == (16_384, 8_192)
-    # per request at 131,072 tokens, in layer-pages (sliding W = 1,024):
-    #   vLLM g=10: full 8192 x 10 + 6 sliding groups x (cdiv(1023 + 16384, 16) + 1 = 1089) x 10
-    #              = 147,260
-    #   hkv: sliding cdiv(1023 + 8192, 16) + 1 = 577; g = 2 divides 52 and 10, so no padding:
-    #        5 full groups x 8192 x 2 + 26 sliding groups x 577 x 2 = 111,924 (g = 1: the same
-    #        bytes in 62 groups; g = 5: 5 x (2 x 8192 + 11 x 577) = 113,655)
-    assert hkv.padding_slots() == 0
-    assert [g.num_layers for g in hkv.groups] == [2] * 31
-    assert sum(hkv.blocks_per_request(131072)) * 2 == 111_924
+    # T: vLLM keeps 2 batches of 8,192 tokens in flight; hkv gives a request at most 2,048
+    # prompt tokens a step (hkv_prefill_chunk_len) and schedules synchronously.
+    assert (vllm.in_flight_tokens, hkv.in_flight_tokens) == (16_384, 2_048)
+    # per request at 131,072 tokens, in block ids and layer-pages (sliding W = 1,024):
+    #   vLLM g=10: full 8,192 + 6 sliding groups x (cdiv(1,023 + 16,384, 16) + 1 = 1,089) ids,
+    #              x 10 slots = 147,260 layer-pages
+    #   hkv: sliding cdiv(1,023 + 2,048, 16) + 1 = 193; ids allowed: 2 x vLLM's at hkv's T
+    #        (8,192 + 6 x 193 = 9,350) = 18,700.
+    #        g=5 : 2 full groups (5, 5) x 8,192 + 11 sliding x 193 = 18,507 ids x 5 = 92,535
+    #        g=10: 9,350 ids x 10 = 93,500; g=6: 18,121 x 6 = 108,726; g=11: 9,157 x 11 = 100,727;
+    #        g=4: 3 full groups = 24,576 ids, over the allowance
+    assert [g.num_layers for g in hkv.groups if g.kind is FULL] == [5, 5]
+    assert len(hkv.groups) == 13 and hkv.padding_slots() == 3  # 52 sliding = 8 x 5 + 3 x 4
+    assert sum(hkv.blocks_per_request(131072)) * 5 == 92_535
     assert hkv.waste_fraction(131072) < vllm.waste_fraction(131072)
     assert hkv.max_concurrency(131072) > vllm.max_concurrency(131072)
 
 
 @pytest.mark.parametrize(("model", "vllm_pages", "hkv_pages", "ideal_pages"), [
-    # blocks per request at 131,072 tokens per (full, local) group pair; ideal = what must stay.
+    # blocks per request at 131,072 tokens over one full group and its local groups; ideal = what
+    # must stay. T: vLLM 16,384, hkv 2,048.
     # gpt-oss-120b, 18 full + 18 sliding (W = 128) in 2 groups of 18: full 8,192; sliding
-    # vLLM cdiv(127 + 16,384, 16) + 1 = 1,033, hkv cdiv(127 + 8,192, 16) + 1 = 521; ideal 8 blocks.
-    (gpt_oss_120b(), 8192 + 1033, 8192 + 521, 8192 + 8),
+    # vLLM cdiv(127 + 16,384, 16) + 1 = 1,033, hkv cdiv(127 + 2,048, 16) + 1 = 137; ideal 8 blocks.
+    (gpt_oss_120b(), 8192 + 1033, 8192 + 137, 8192 + 8),
     # Llama-4-Scout, 12 full + 36 chunked (C = 8,192) in groups of 12: full 8,192; chunked
-    # vLLM 3 x cdiv(8,192 + 16,384, 16) = 3 x 1,536, hkv 3 x cdiv(8,192 + 8,192, 16) = 3 x 1,024;
+    # vLLM 3 x cdiv(8,192 + 16,384, 16) = 3 x 1,536, hkv 3 x cdiv(8,192 + 2,048, 16) = 3 x 640;
     # ideal 3 x 512.
-    (llama4_scout(), 8192 + 3 * 1536, 8192 + 3 * 1024, 8192 + 3 * 512),
+    (llama4_scout(), 8192 + 3 * 1536, 8192 + 3 * 640, 8192 + 3 * 512),
 ])
 def test_no_padding_models_keep_vllm_grouping(model, vllm_pages, hkv_pages, ideal_pages):
     hkv, vllm = layouts(model, max_model_len=131072)
     assert [g.num_layers for g in hkv.groups] == [g.num_layers for g in vllm.groups]
-    # same groups; hkv's one step in flight instead of two leaves less of the pool unused
+    # same groups; hkv's smaller T leaves less of the pool unused
     assert vllm.waste_fraction(131072) == pytest.approx(1 - ideal_pages / vllm_pages, rel=1e-3)
     assert hkv.waste_fraction(131072) == pytest.approx(1 - ideal_pages / hkv_pages, rel=1e-3)
 

@@ -60,6 +60,19 @@ def test_budget_goes_to_running_requests_first() -> None:
     assert shape(step(scheduler)) == [("a", 6, 1), ("b", 5, 5)]
 
 
+def test_no_request_gets_more_than_the_layouts_in_flight_tokens() -> None:
+    # The Layout's T is a contract (hkv's layout: its prefill chunk): a step of 8 tokens with
+    # T = 3 gives each prompt at most 3, and fills the rest of the budget with the next request.
+    kv = KVCacheManager(make_layout([make_group(FULL, 2)], [40], max_model_len=32, in_flight_tokens=3),
+                        CacheConfig())
+    scheduler = Scheduler(kv, SchedulerConfig(max_num_batched_tokens=8, max_num_seqs=4))
+    scheduler.add_request(Request("a", list(range(7)), max_output_len=2))
+    scheduler.add_request(Request("b", list(range(20, 27)), max_output_len=2))
+    assert shape(step(scheduler)) == [("a", 0, 3), ("b", 0, 3)]
+    assert shape(step(scheduler)) == [("a", 3, 3), ("b", 3, 3)]
+    assert shape(step(scheduler)) == [("a", 6, 1), ("b", 6, 1)]
+
+
 def test_sequence_cap() -> None:
     scheduler = full_scheduler(budget=16, num_seqs=2)
     for i in range(3):
