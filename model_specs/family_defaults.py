@@ -56,6 +56,14 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
                    "full_attention_interval": 4, "decoder_sparse_step": 1,
                    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
                    "linear_num_key_heads": 16, "linear_num_value_heads": 32},
+    # Qwen3.5 / Qwen3.6 (transformers' Qwen3_5TextConfig / Qwen3_5MoeTextConfig): every layer of the
+    # MoE model is sparse (no decoder_sparse_step there); the dense model has no experts.
+    "qwen3_5_text": {"attention_bias": False, "max_position_embeddings": 32768, "full_attention_interval": 4,
+                     "decoder_sparse_step": 1, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+                     "linear_value_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32},
+    "qwen3_5_moe_text": {"attention_bias": False, "max_position_embeddings": 32768, "full_attention_interval": 4,
+                         "decoder_sparse_step": 1, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+                         "linear_value_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32},
     "deepseek_v3": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 4096,
                     "first_k_dense_replace": 3, "n_shared_experts": 1},
     "deepseek_v2": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 2048,

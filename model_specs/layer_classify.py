@@ -24,6 +24,8 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "gemma3n_text": rules.gemma3n_pattern,
     "llama4_text": rules.llama4_nope_layers,
     "qwen3_next": rules.full_attention_interval,
+    "qwen3_5_text": rules.full_attention_interval,
+    "qwen3_5_moe_text": rules.full_attention_interval,
     "minimax": rules.minimax_attn_type_list,
     "bamba": rules.attention_indices,
     "granitemoehybrid": rules.granite_hybrid,

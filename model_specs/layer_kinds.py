@@ -44,6 +44,8 @@ RECURRENT_VARIANT: dict[str, str] = {
     "falcon_h1": "mamba2",
     "jamba": "mamba1",
     "qwen3_next": "gdn",
+    "qwen3_5_text": "gdn",  # Qwen3.5 / Qwen3.6 dense
+    "qwen3_5_moe_text": "gdn",  # Qwen3.5 / Qwen3.6 MoE
     "minimax": "lightning",
     "kimi_linear": "kda",
 }

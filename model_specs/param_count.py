@@ -41,6 +41,8 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "nemotron_h": hybrid.nemotron_h,
     "jamba": hybrid.jamba,
     "qwen3_next": hybrid.qwen3_next,
+    "qwen3_5_text": hybrid.qwen3_next,  # the same decoder: gated delta net + gated attention
+    "qwen3_5_moe_text": hybrid.qwen3_next,
     "minimax": hybrid.minimax,
     "kimi_linear": hybrid.kimi_linear,
 }

@@ -114,8 +114,10 @@ def qwen3_next(view: ConfigView, kinds: Kinds) -> int:
                        conv_kernel=view.int_value("linear_conv_kernel_dim"))
     attention = gqa(view, qk_norm=True, q_gate=True)
     experts = view.int_value("num_experts", 0)
-    moe = (pb.linear(h, experts) + pb.routed_experts(experts, h, view.int_value("moe_intermediate_size"))
-           + dense_mlp(view, "shared_expert_intermediate_size") + pb.linear(h, 1))  # + shared expert gate
+    # (Qwen3.5 dense has no experts and none of the MoE keys.)
+    moe = 0 if not experts else (
+        pb.linear(h, experts) + pb.routed_experts(experts, h, view.int_value("moe_intermediate_size"))
+        + dense_mlp(view, "shared_expert_intermediate_size") + pb.linear(h, 1))  # + shared expert gate
     sparse = qwen_sparse_layers(view, len(kinds))
     per_layer = [(attention if is_attention(k) else gdn) + (moe if i in sparse else dense_mlp(view))
                  + norms(view, 2) for i, k in enumerate(kinds)]

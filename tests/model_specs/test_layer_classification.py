@@ -46,6 +46,8 @@ CASES = {
     "deepseek-v3": ({"full": 61}, {0: FULL, 60: FULL}, None),
     # Qwen3-Next: full_attention_interval 4 -> full at 3, 7, ..., 47 (12); 36 gated delta-net.
     "qwen3-next-80b-a3b": ({"gdn": 36, "full": 12}, {0: "gdn", 2: "gdn", 3: FULL, 47: FULL}, None),
+    # 40 layers, full_attention_interval 4 (and the same layer_types): full at 3, 7, ..., 39.
+    "qwen3.6-35b-a3b": ({"gdn": 30, "full": 10}, {0: "gdn", 2: "gdn", 3: FULL, 39: FULL}, None),
     # MiniMax-M1: attn_type_list 1 at 7, 15, ..., 79 -> 10 softmax; 70 lightning.
     "minimax-m1": ({"lightning": 70, "full": 10}, {0: "lightning", 7: FULL, 78: "lightning", 79: FULL}, None),
     # Bamba-9B: attn_layer_indices [9, 18, 27]; 29 Mamba2.

@@ -1,0 +1,78 @@
+"""Qwen3.5 / Qwen3.6 (gated delta net + full attention, nested text_config) against a public vLLM
+log and hand arithmetic (issue 11).
+
+The public log: vLLM 0.24.0 serving Qwen3.6-35B-A3B with fp8 KV, max_model_len 131,072 and
+5.98 GiB of KV memory printed "GPU KV cache size: 567,978 tokens" and "Maximum concurrency for
+131,072 tokens per request: 4.33x". 0.24.0 already prints int(concurrency x max_model_len):
+567,978 / 131,072 = 4.3333.
+"""
+
+import json
+
+import pytest
+
+from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.layout import cdiv
+from hkv.planner.plan import plan
+from hkv.planner.plan_config import PlanConfig
+
+GIB = 2**30
+
+# By hand, per GDN layer of the 35B-A3B (16 key heads x 128, 32 value heads x 128, conv kernel 4):
+#   conv state: (2 x 16 x 128 + 32 x 128) channels x (4 - 1) x 2 B (bf16) = 49,152 B
+#   SSM state:  32 x 128 x 128 x 4 B (float32, the config's mamba_ssm_dtype) = 2,097,152 B
+# Attention, fp8: 2 (K, V) x 2 kv heads x 256 x 1 B = 1,024 B per token and layer, so vLLM raises
+# the attention block to cdiv(2,146,304, 1,024) = 2,096 tokens (a multiple of 16) to hold a state.
+STATE_BYTES = 49_152 + 2_097_152
+BLOCK_TOKENS = 2096
+
+
+def _plan(name_or_dir, kv_gib: float):
+    cfg = PlanConfig(available_kv_memory_bytes=int(kv_gib * GIB), kv_cache_dtype="fp8", max_model_len=131072,
+                     primary_layout="vllm")
+    return plan(load_model_spec(name_or_dir), cfg)
+
+
+def test_the_catalog_config_reproduces_the_public_0_24_log():
+    result = _plan("qwen3.6-35b-a3b", 5.98)
+    vllm = result.reports["vllm"]
+    kinds = [g.kind.value for g in vllm.layout.groups]
+    assert sorted(kinds) == ["full", "recurrent", "recurrent", "recurrent"]  # 30 GDN in 3 groups of 10
+    assert {g.block_size for g in vllm.layout.groups if g.kind.value == "full"} == {BLOCK_TOKENS}
+    state = next(g for g in vllm.layout.groups if g.kind.value == "recurrent").spec
+    assert state.state_bytes == STATE_BYTES
+    assert vllm.log_lines == ("GPU KV cache size: 567,978 tokens, Maximum concurrency for 131,072 tokens "
+                              "per request: 4.33x",)
+
+
+def test_transformers_default_configs_plan(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    for name, config in (("dense", transformers.Qwen3_5Config()), ("moe", transformers.Qwen3_5MoeConfig())):
+        config.save_pretrained(tmp_path / name)
+        spec = load_model_spec(str(tmp_path / name))
+        # the layer mix: transformers' own layer_types name the full-attention layers
+        layer_types = config.text_config.layer_types
+        expected_full = [i for i, t in enumerate(layer_types) if t == "full_attention"]
+        assert [l.layer_idx for l in spec.cache_layers if type(l).__name__ == "AttentionDesc"] == expected_full
+        assert len(spec.cache_layers) == len(layer_types)
+        result = plan(spec, PlanConfig(gpu="h200", max_model_len=32768))
+        assert result.reports["vllm"].capacity.max_num_requests > 0, name
+        # transformers' defaults omit mamba_ssm_dtype, so vLLM keeps the state in the model dtype:
+        # conv 49,152 B + SSM 32 x 128 x 128 x 2 B; the bf16 page is 2 x kv heads x 256 x 2 B per token.
+        bf16_state = 49_152 + 32 * 128 * 128 * 2
+        page_per_token = 2 * config.text_config.num_key_value_heads * 256 * 2
+        block = cdiv(cdiv(bf16_state, page_per_token), 16) * 16
+        assert {g.block_size for g in result.reports["vllm"].layout.groups if g.kind.value == "full"} == {block}
+
+
+def test_without_float32_state_the_block_halves(tmp_path):
+    # The same model with the SSM state in bf16 (no mamba_ssm_dtype): cdiv(49,152 + 1,048,576,
+    # 1,024) = 1,072 tokens, and the 0.24.0 log's 4.33x is out of reach.
+    from hkv.model_specs.catalog import lookup_catalog
+
+    raw = lookup_catalog("qwen3.6-35b-a3b").load_config()
+    del raw["text_config"]["mamba_ssm_dtype"]
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    vllm = _plan(str(tmp_path / "config.json"), 5.98).reports["vllm"]
+    assert {g.block_size for g in vllm.layout.groups if g.kind.value == "full"} == {1072}
+    assert not vllm.log_lines[0].endswith("4.33x")
