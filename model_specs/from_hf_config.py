@@ -19,7 +19,7 @@ from hkv.model_specs.family_defaults import QUIET_DEFAULT_KEYS, defaults_for, fa
 from hkv.model_specs.kv_sharing import kv_share_targets
 from hkv.model_specs.layer_classify import classify_layers
 from hkv.model_specs.layer_desc import CacheLayer, RecurrentDesc
-from hkv.model_specs.layer_kinds import LayerKind
+from hkv.model_specs.layer_kinds import SSM_ONLY_FAMILIES, LayerKind
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.param_count import count_params
 from hkv.model_specs.quantized_weights import quantized_weights_bytes
@@ -108,9 +108,18 @@ def _model_dtype_bytes(view: ConfigView, dtype_override: str | None) -> int:
     return DEFAULT_DTYPE_BYTES
 
 
+# vLLM's max_model_len when a config names no length at all (ModelConfig's default_max_len);
+# pure state-space models have no positions to bound it.
+VLLM_DEFAULT_MAX_LEN = 2048
+
+
 def _max_model_len(view: ConfigView) -> int:
     if view.has("model_max_length") and not view.has("max_position_embeddings"):
         return view.int_value("model_max_length")  # Kimi-Linear's name for it
+    if view.family in SSM_ONLY_FAMILIES and not view.has("max_position_embeddings"):
+        view.note(f"no max_position_embeddings (a state-space model has no positions): vLLM assumes "
+                  f"{VLLM_DEFAULT_MAX_LEN:,} tokens unless --max-model-len says otherwise")
+        return VLLM_DEFAULT_MAX_LEN
     return view.int_value("max_position_embeddings")
 
 

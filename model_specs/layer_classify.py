@@ -32,6 +32,9 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "jamba": rules.period_offset,
     "falcon_h1": rules.every_layer_hybrid,
     "kimi_linear": rules.kimi_linear_layers,
+    "mamba2": rules.all_mamba,
+    "mamba": rules.all_mamba,
+    "falcon_mamba": rules.all_mamba,
 }
 
 # Attributes that mean "not plain full attention" for a model_type without a rule.

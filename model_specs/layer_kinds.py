@@ -48,7 +48,11 @@ RECURRENT_VARIANT: dict[str, str] = {
     "qwen3_5_moe_text": "gdn",  # Qwen3.5 / Qwen3.6 MoE
     "minimax": "lightning",
     "kimi_linear": "kda",
+    "mamba2": "mamba2",  # pure state-space models
+    "mamba": "mamba1",
+    "falcon_mamba": "mamba1",
 }
+SSM_ONLY_FAMILIES = frozenset({"mamba2", "mamba", "falcon_mamba"})  # no attention layer at all
 
 
 @dataclass(frozen=True)

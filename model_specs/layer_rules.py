@@ -49,6 +49,11 @@ def all_full(view: ConfigView, n: int) -> LayerTypeList:
     return explicit_layer_types(view, n) or _every(lambda i: "full_attention", "model_type", n)
 
 
+def all_mamba(view: ConfigView, n: int) -> LayerTypeList:
+    """Pure state-space models (Mamba, Mamba2, Falcon-Mamba): every layer one recurrent mixer."""
+    return _every(lambda i: "mamba", "model_type", n)
+
+
 def alternating_sliding(view: ConfigView, n: int) -> LayerTypeList:
     """Gemma 2 / gpt-oss: even layers sliding, odd layers full."""
     return explicit_layer_types(view, n) or _every(

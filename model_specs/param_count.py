@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from hkv.model_specs import param_count_attention as attn
 from hkv.model_specs import param_count_hybrid as hybrid
+from hkv.model_specs import param_count_ssm as ssm
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.param_count_common import Kinds
 from hkv.model_specs.param_count_gemma3n import gemma3n
@@ -45,6 +46,9 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "qwen3_5_moe_text": hybrid.qwen3_next,
     "minimax": hybrid.minimax,
     "kimi_linear": hybrid.kimi_linear,
+    "mamba2": ssm.mamba2,
+    "mamba": ssm.mamba1,
+    "falcon_mamba": ssm.mamba1,
 }
 
 

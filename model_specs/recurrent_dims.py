@@ -53,6 +53,11 @@ def mamba2_dims(view: ConfigView) -> Mamba2Dims:
         # NemotronHMamba2Mixer sizes everything by heads x head_dim, not by expand x hidden.
         return Mamba2Dims(n_heads * head_dim, n_heads, head_dim, view.int_value("ssm_state_size"),
                           view.int_value("n_groups"), view.int_value("conv_kernel"))
+    if view.family == "mamba2":
+        # Mamba2Config: num_heads x head_dim == expand x hidden_size (checked by its mixer).
+        n_heads, head_dim = view.int_value("num_heads"), view.int_value("head_dim")
+        return Mamba2Dims(n_heads * head_dim, n_heads, head_dim, view.int_value("state_size"),
+                          view.int_value("n_groups"), view.int_value("conv_kernel"))
     n_heads = view.int_value("mamba_n_heads")
     intermediate = _mamba2_intermediate(view)
     head_dim_raw = view.value("mamba_d_head")
@@ -84,14 +89,21 @@ def _mamba2(view: ConfigView) -> RecurrentGeometry:
                              conv_groups=d.n_groups, conv_group_dim=d.d_state)
 
 
+# Pure Mamba1 models (MambaConfig, FalconMambaConfig) name their keys without the "mamba_" prefix.
+_PURE_MAMBA1 = ("mamba", "falcon_mamba")
+
+
 def mamba1_intermediate(view: ConfigView) -> int:
+    if view.family in _PURE_MAMBA1:
+        return view.int_value("intermediate_size")
     return view.int_value("mamba_expand") * view.int_value("hidden_size")
 
 
 def _mamba1(view: ConfigView) -> RecurrentGeometry:
     intermediate = mamba1_intermediate(view)
-    return RecurrentGeometry("mamba1", view.int_value("mamba_d_conv"), intermediate, intermediate,
-                             (view.int_value("mamba_d_state"),))
+    pure = view.family in _PURE_MAMBA1
+    return RecurrentGeometry("mamba1", view.int_value("conv_kernel" if pure else "mamba_d_conv"), intermediate,
+                             intermediate, (view.int_value("state_size" if pure else "mamba_d_state"),))
 
 
 def _gdn(view: ConfigView) -> RecurrentGeometry:
