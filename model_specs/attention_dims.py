@@ -11,7 +11,7 @@ from hkv.model_specs.layer_desc import AttentionDesc
 from hkv.model_specs.layer_kinds import LayerKind
 
 # Families whose full-attention layers are multi-head latent attention (one shared latent per token).
-MLA_FAMILIES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_linear"})
+MLA_FAMILIES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_linear", "glm4_moe_lite"})
 
 _CACHE_KIND = {LayerKind.FULL: CacheKind.FULL, LayerKind.SLIDING: CacheKind.SLIDING,
                LayerKind.CHUNKED: CacheKind.CHUNKED}

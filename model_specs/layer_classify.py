@@ -12,6 +12,7 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "deepseek_v3": rules.all_full,
     "deepseek_v2": rules.all_full,
     "glm4_moe": rules.all_full,
+    "glm4_moe_lite": rules.all_full,  # MLA in every layer (GLM-4.7-Flash)
     "mistral": rules.window_covers_context,
     "qwen3": rules.qwen_window_layers,
     "qwen3_moe": rules.qwen_window_layers,

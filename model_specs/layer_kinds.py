@@ -63,16 +63,37 @@ class LayerTypeList:
     names: tuple[str, ...]
 
 
+# Layer kinds and recurrent families that exist in released configs but that hkv does not model
+# yet: the refusal says what they are, so a user knows the plan is missing, not the config wrong.
+UNMODELED_LAYER_KINDS: dict[str, str] = {
+    "conv": "LFM2's short-convolution layer (its cache is a rolling conv state)",
+    "hybrid_sliding": "inkling2's sliding-window layer (its own swa_* head counts, relative-position states)",
+}
+UNMODELED_RECURRENT_FAMILIES: dict[str, str] = {
+    "bailing_hybrid": "Bailing's linear-attention layers",
+    "zamba": "Zamba's Mamba layers with shared attention blocks",
+    "zamba2": "Zamba2's Mamba2 layers with shared attention blocks",
+}
+
+
 def kinds_from_names(view: ConfigView, types: LayerTypeList) -> tuple[tuple[LayerKind, ...], ...]:
     """Cache kinds per layer; unknown names and recurrent names in non-recurrent families raise."""
     per_layer = []
     for idx, name in enumerate(types.names):
+        if name in UNMODELED_LAYER_KINDS:
+            raise InvalidConfigError(
+                f"{types.attribute}[{idx}] = {name!r} is {UNMODELED_LAYER_KINDS[name]}, which hkv does not "
+                "model yet; it cannot plan this model")
         if name not in _NAME_TO_KINDS:
             raise InvalidConfigError(
                 f"{types.attribute}[{idx}] = {name!r} is not a known layer kind; "
                 f"expected one of: {', '.join(_NAME_TO_KINDS)}"
             )
         kinds = _NAME_TO_KINDS[name]
+        if LayerKind.RECURRENT in kinds and view.family in UNMODELED_RECURRENT_FAMILIES:
+            raise InvalidConfigError(
+                f"model_type {view.family!r}: {UNMODELED_RECURRENT_FAMILIES[view.family]} are not modeled by "
+                "hkv yet; it cannot plan this model")
         if LayerKind.RECURRENT in kinds and view.family not in RECURRENT_VARIANT:
             raise InvalidConfigError(
                 f"{types.attribute}[{idx}] = {name!r} needs a recurrent mixer, but model_type "

@@ -35,6 +35,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "deepseek_v3": attn.deepseek_v3,
     "deepseek_v2": attn.deepseek_v3,  # same MLA + first-k-dense MoE layout
     "glm4_moe": attn.glm4_moe,
+    "glm4_moe_lite": attn.deepseek_v3,  # DeepSeek-V3's MLA + first-k-dense MoE decoder
     "gemma3n_text": gemma3n,
     "bamba": hybrid.bamba,
     "granitemoehybrid": hybrid.granitemoehybrid,

@@ -95,10 +95,16 @@ def llama4(view: ConfigView, kinds: Kinds) -> int:
 
 
 def _first_k_dense(view: ConfigView, kinds: Kinds, attention: int, *, shared_key: str) -> list[int]:
-    first_dense = view.int_value("first_k_dense_replace")
+    """Dense MLP in the first `first_k_dense_replace` layers, MoE after; or per layer as
+    `mlp_layer_types` ("dense" / "sparse") says where the config lists it (GLM-4 MoE lite)."""
     moe = deepseek_moe(view, experts_key="n_routed_experts", shared_key=shared_key)
-    return [attention + (dense_mlp(view) if i < first_dense else moe) + norms(view, 2)
-            for i in range(len(kinds))]
+    types = view.get("mlp_layer_types") if view.get("first_k_dense_replace") is None else None
+    if isinstance(types, list) and len(types) == len(kinds):
+        dense = [t == "dense" for t in types]
+    else:
+        first_dense = view.int_value("first_k_dense_replace")
+        dense = [i < first_dense for i in range(len(kinds))]
+    return [attention + (dense_mlp(view) if is_dense else moe) + norms(view, 2) for is_dense in dense]
 
 
 def deepseek_v3(view: ConfigView, kinds: Kinds) -> int:
