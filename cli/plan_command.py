@@ -9,7 +9,7 @@ import typer
 from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DtypeOpt, GpuMemoryOpt, GpuOpt,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, SpecTokensOpt, ConcurrencyOpt, DtypeOpt, GpuMemoryOpt, GpuOpt,
     KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SsmDtypeOpt,
     TpOpt, UtilOpt, VllmLogOpt, assumed_note,
 )
@@ -32,7 +32,7 @@ def plan_command(
     dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
     max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None, output_len: OutputLenOpt = None,
-    hkv_prefill_chunk_len: ChunkOpt = None,
+    hkv_prefill_chunk_len: ChunkOpt = None, speculative_tokens: SpecTokensOpt = None,
     vllm_log: VllmLogOpt = None, expected_avg_seq_len: AvgLenOpt = None,
     concurrency: ConcurrencyOpt = None, no_prefix_caching: NoPrefixOpt = False,
     layout: LayoutOpt = None, output_format: FormatOpt = OutputFormat.human,

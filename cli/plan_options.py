@@ -60,6 +60,9 @@ OutputLenOpt = Annotated[int | None, typer.Option(
 ChunkOpt = Annotated[int | None, typer.Option(
     "--hkv-prefill-chunk-len", help="hkv layout: most prompt tokens one request gets per step; its "
                                 f"in-flight allowance T [default: {DEFAULTS.hkv_prefill_chunk_len:,}]")]
+SpecTokensOpt = Annotated[int | None, typer.Option(
+    "--speculative-tokens", help="draft tokens per step (vLLM num_speculative_tokens); the config's MTP "
+                                 "layers then join the KV cache groups [default: 0]")]
 VllmLogOpt = Annotated[VllmLog | None, typer.Option(  # type: ignore[valid-type]
     "--vllm-log", help=f"vLLM capacity log format (legacy: <= v0.23) [default: {DEFAULTS.vllm_log}]")]
 AvgLenOpt = Annotated[str | None, typer.Option(
@@ -92,6 +95,7 @@ class PlanOptions:
     max_num_seqs: int | None = None
     output_len: int | None = None
     hkv_prefill_chunk_len: int | None = None
+    speculative_tokens: int | None = None
     vllm_log: Enum | None = None
     expected_avg_seq_len: str | None = None  # tokens, as typed (the env var's rules)
     concurrency: int | None = None
@@ -126,6 +130,7 @@ class PlanOptions:
             max_num_seqs=_given(self.max_num_seqs, d.max_num_seqs),
             output_len=self.output_len,
             hkv_prefill_chunk_len=_given(self.hkv_prefill_chunk_len, d.hkv_prefill_chunk_len),
+            speculative_tokens=_given(self.speculative_tokens, d.speculative_tokens),
             vllm_log=_given(_value(self.vllm_log), d.vllm_log),
             expected_avg_seq_len=expected_avg_seq_len_from_env() if self.expected_avg_seq_len is None
             else parse_positive_int(self.expected_avg_seq_len, name=flag_of("expected_avg_seq_len")),

@@ -14,7 +14,7 @@ from hkv.cli.choices import ALL_LAYOUTS, SimulateLayout
 from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.output import OutputFormat, note, stderr_console, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, SpecTokensOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt,
     MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt,
     assumed_note,
 )
@@ -52,7 +52,7 @@ def simulate_command(
     dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
     max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None, output_len: OutputLenOpt = None,
-    hkv_prefill_chunk_len: ChunkOpt = None,
+    hkv_prefill_chunk_len: ChunkOpt = None, speculative_tokens: SpecTokensOpt = None,
     vllm_log: VllmLogOpt = None, expected_avg_seq_len: AvgLenOpt = None,
     no_prefix_caching: NoPrefixOpt = False, output_format: FormatOpt = OutputFormat.human,
 ) -> None:

@@ -17,6 +17,7 @@ class CacheOptions:
     kv_dtype_bytes: int = 2
     conv_dtype_bytes: int | None = None
     ssm_dtype_bytes: int | None = None
+    speculative_tokens: int = 0  # draft tokens per step: longer conv states, draft layers' caches
 
     def __post_init__(self) -> None:
-        assert self.tp >= 1 and self.kv_dtype_bytes in (1, 2, 4)
+        assert self.tp >= 1 and self.kv_dtype_bytes in (1, 2, 4) and self.speculative_tokens >= 0

@@ -18,7 +18,8 @@ from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.family_defaults import QUIET_DEFAULT_KEYS, defaults_for, family_of
 from hkv.model_specs.kv_sharing import kv_share_targets
 from hkv.model_specs.layer_classify import classify_layers
-from hkv.model_specs.layer_desc import CacheLayer, RecurrentDesc
+from hkv.model_specs.cache_spec import CacheKind
+from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer, RecurrentDesc
 from hkv.model_specs.layer_kinds import SSM_ONLY_FAMILIES, LayerKind
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.param_count import count_params
@@ -47,6 +48,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
     kinds = classify_layers(view)
     model_dtype = _model_dtype_bytes(view, dtype_override)
     layers = _cache_layers(view, kinds, model_dtype)
+    draft_layers = _mtp_draft_layers(view, layers, len(kinds))
     num_params = count_params(view, kinds)
     _note_scope(config, view)
 
@@ -56,6 +58,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         model_type=str(config.get("model_type") or merged["model_type"]),
         num_hidden_layers=len(kinds),
         cache_layers=layers,
+        draft_layers=draft_layers,
         max_model_len=_max_model_len(view),
         hidden_size=view.int_value("hidden_size"),
         vocab_size=view.int_value("vocab_size"),
@@ -71,6 +74,24 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         attn_logit_softcap=view.get("attn_logit_softcapping"),
         source=source,
     )
+
+
+# Config keys naming the multi-token-prediction (MTP) layers a checkpoint ships for speculative
+# decoding: Qwen3-Next / Qwen3.5 / Qwen3.6, and DeepSeek-V3 / GLM-4.5.
+MTP_LAYER_KEYS = ("mtp_num_hidden_layers", "num_nextn_predict_layers")
+
+
+def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_layers: int) -> tuple[CacheLayer, ...]:
+    """The MTP layers' caches, used only under speculative decoding (vLLM's drafter then
+    registers them with the target's layers): each a full-attention layer shaped like the
+    model's own full-attention layers, numbered after them. () when the config has none or the
+    model has no full-attention layer to copy."""
+    num_mtp = next((view.int_value(k) for k in MTP_LAYER_KEYS if view.get(k)), 0)
+    full = next((layer for layer in layers if isinstance(layer, AttentionDesc) and layer.kind is CacheKind.FULL
+                 and layer.kv_shared_with is None), None)
+    if not num_mtp or full is None:
+        return ()
+    return tuple(replace(full, layer_idx=num_layers + i) for i in range(num_mtp))
 
 
 def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],

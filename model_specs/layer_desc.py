@@ -14,6 +14,11 @@ from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
 
 
+# Recurrent variants whose conv state vLLM lengthens by the speculative tokens (their mixers pass
+# num_spec to the state-shape calculator: GatedDeltaNet, MambaMixer2).
+SPEC_CONV_VARIANTS = frozenset({"gdn", "mamba2"})
+
+
 @dataclass(frozen=True)
 class AttentionDesc:
     layer_idx: int
@@ -86,7 +91,10 @@ class RecurrentDesc:
         ssm_shape = (self.ssm_heads // opts.tp, *self.ssm_dims)
         if self.conv_kernel_len <= 1:
             return StateCacheSpec(self.variant, (ssm_shape,), (ssm_bytes,))
-        conv_shape = (self.conv_kernel_len - 1, self.conv_dim_per_rank(opts.tp))
+        # vLLM keeps the draft tokens' inputs too: kernel - 1 + num_speculative_tokens columns
+        # (MambaStateShapeCalculator's num_spec, for gated delta net, Mamba2 and short conv).
+        spec_rows = opts.speculative_tokens if self.variant in SPEC_CONV_VARIANTS else 0
+        conv_shape = (self.conv_kernel_len - 1 + spec_rows, self.conv_dim_per_rank(opts.tp))
         return StateCacheSpec(self.variant, (conv_shape, ssm_shape), (conv_bytes, ssm_bytes))
 
 

@@ -37,13 +37,15 @@ class ModelSpec:
     has_sinks: bool = False  # learned attention-sink logits per head (gpt-oss); no extra cache
     attn_logit_softcap: float | None = None  # Gemma 2's tanh cap on attention logits
     source: str = ""  # where the config came from: "catalog:<name>", a file path, "hf-cache:<path>"
+    draft_layers: tuple[CacheLayer, ...] = ()  # MTP layers: cached only under speculative decoding
 
     def cache_specs(self, opts: CacheOptions, *,
                     engine_windows: bool = False) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:
-        """Per-rank spec of every cache layer (None: KV-shared). `engine_windows`: give layers
-        whose configured window covers the context a sliding spec, as vLLM allocates them."""
-        return tuple((layer, layer.cache_spec(opts, engine_windows=engine_windows))
-                     for layer in self.cache_layers)
+        """Per-rank spec of every cache layer (None: KV-shared), the MTP draft layers last when
+        `opts.speculative_tokens` > 0. `engine_windows`: give layers whose configured window
+        covers the context a sliding spec, as vLLM allocates them."""
+        layers = self.cache_layers + (self.draft_layers if opts.speculative_tokens else ())
+        return tuple((layer, layer.cache_spec(opts, engine_windows=engine_windows)) for layer in layers)
 
     def layer_mix(self) -> dict[str, int]:
         """Counts per layer kind, e.g. {"sliding": 52, "full": 10}; shared layers as "shared"."""

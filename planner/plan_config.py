@@ -49,6 +49,7 @@ class PlanConfig:
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     output_len: int | None = None  # sustained figure: output tokens of a max-length request; None: len // 8
     hkv_prefill_chunk_len: int = DEFAULT_HKV_PREFILL_CHUNK_LEN  # `hkv` layout: prompt tokens per request per step
+    speculative_tokens: int = 0  # draft tokens per step (vLLM num_speculative_tokens); MTP layers join
     vllm_log: Literal["current", "legacy"] = "current"
     expected_avg_seq_len: int | None = None  # partitioned split; None: env var, else max_model_len
     concurrency: int = 1
@@ -58,6 +59,9 @@ class PlanConfig:
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "block_size", "max_num_seqs", "concurrency", "hkv_prefill_chunk_len"):
             _positive(name, getattr(self, name))
+        if self.speculative_tokens < 0:
+            raise InvalidInputError(f"speculative_tokens must be >= 0, got {self.speculative_tokens}",
+                                    fields=("speculative_tokens",))
         for name in ("max_model_len", "max_num_batched_tokens", "expected_avg_seq_len", "output_len"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
@@ -83,7 +87,7 @@ class PlanConfig:
         kv = 1 if self.kv_cache_dtype == "fp8" else weights
         ssm = dtype_bytes("mamba_ssm_dtype", self.mamba_ssm_dtype)
         return CacheOptions(tp=self.tp, kv_dtype_bytes=kv, conv_dtype_bytes=None if self.dtype == "auto"
-                            else weights, ssm_dtype_bytes=ssm)
+                            else weights, ssm_dtype_bytes=ssm, speculative_tokens=self.speculative_tokens)
 
 
 def dtype_bytes(field: str, name: str) -> int | None:

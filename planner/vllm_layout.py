@@ -42,11 +42,11 @@ def mamba_state_blocks(cfg: PlanConfig) -> StateBlocks:
     """State blocks a request holds (MambaSpec.max_memory_usage_bytes / page): mode "none"
     (prefix caching off) 1; align mode 2 live states, + 1 prefill checkpoint for Mamba2 layers in
     current vLLM (MambaMixer2 sets num_prefill_checkpoint_blocks; Mamba1, GDN, lightning and KDA
-    layers do not)."""
+    layers do not); both + one per speculative token (num_speculative_blocks)."""
     def blocks(spec: StateCacheSpec) -> int:
         if not cfg.enable_prefix_caching:
-            return 1
-        return 3 if cfg.vllm_log == "current" and spec.variant == "mamba2" else 2
+            return 1 + cfg.speculative_tokens
+        return (3 if cfg.vllm_log == "current" and spec.variant == "mamba2" else 2) + cfg.speculative_tokens
     return blocks
 
 

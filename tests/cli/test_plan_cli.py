@@ -80,6 +80,7 @@ BAD_INPUTS = [
      "--expected-avg-seq-len must be a positive integer"),
     (["gemma-3-27b", "--tp", "0"], 1, "--tp must be a positive integer, got 0"),
     (["gemma-3-27b", "--hkv-prefill-chunk-len", "0"], 1, "--hkv-prefill-chunk-len must be a positive integer, got 0"),
+    (["gemma-3-27b", "--speculative-tokens", "-1"], 1, "--speculative-tokens must be >= 0, got -1"),
     (["gemma-3-27b", "--gpu-memory-utilization", "1.5"], 1, "--gpu-memory-utilization must be in (0, 1]"),
     (["/nonexistent/dir"], 1, "/nonexistent/dir"),
     (["{llama-512}", "--max-model-len", "100000"], 1,
@@ -206,6 +207,7 @@ def test_models_and_gpus():
     ({"expected_avg_seq_len": "2048"}, "expected_avg_seq_len", 2048), ({"concurrency": 3}, "concurrency", 3),
     ({"no_prefix_caching": True}, "enable_prefix_caching", False),
     ({"hkv_prefill_chunk_len": 512}, "hkv_prefill_chunk_len", 512),
+    ({"speculative_tokens": 2}, "speculative_tokens", 2),
 ])
 def test_every_plan_option_reaches_the_plan_config(given, field, expected):
     from dataclasses import fields

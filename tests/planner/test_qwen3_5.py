@@ -76,3 +76,32 @@ def test_without_float32_state_the_block_halves(tmp_path):
     vllm = _plan(str(tmp_path / "config.json"), 5.98).reports["vllm"]
     assert {g.block_size for g in vllm.layout.groups if g.kind.value == "full"} == {1072}
     assert not vllm.log_lines[0].endswith("4.33x")
+
+
+def test_mtp_speculative_decoding_reproduces_the_public_0_20_2_log():
+    # The public vLLM 0.20.2 log of Qwen3.6-35B-A3B with MTP (2 speculative tokens, fp8 KV,
+    # max_model_len 262,144, 66.58 GiB, max_num_batched_tokens 65,536, max_num_seqs 8) printed
+    # "Add 3 padding layers", a 2,128-token attention block, 5,747,892 tokens and 21.93x. By hand:
+    # - the MTP layer is one more full-attention layer: 11 full + 30 GDN; vLLM's group size is
+    #   11 (30 >= 1.5 x 11), so the GDN layers go in 3 groups of 10: 3 padding slots;
+    # - the conv state keeps the draft tokens too: (4 - 1 + 2) x 8,192 x 2 B = 81,920, plus the
+    #   float32 SSM state 2,097,152 = 2,179,072 B = 2,128 tokens of 1,024 B (a multiple of 16);
+    # - a block is 11 slots x 2,128 x 1,024 B: 66.58 GiB holds 2,982 of them;
+    # - a request holds cdiv(262,144, 2,128) = 124 full blocks and, per GDN group, 2 live states
+    #   + 2 speculative ones: 124 + 3 x 4 = 136; 2,982 / 136 = 21.93x, x 262,144 = 5,747,892.
+    cfg = PlanConfig(available_kv_memory_bytes=int(66.58 * GIB), kv_cache_dtype="fp8", max_model_len=262144,
+                     max_num_batched_tokens=65536, max_num_seqs=8, speculative_tokens=2, primary_layout="vllm")
+    vllm = plan(load_model_spec("qwen3.6-35b-a3b"), cfg).reports["vllm"]
+    layout = vllm.layout
+    assert [(g.kind.value, g.num_layers) for g in layout.groups] == [("recurrent", 10)] * 3 + [("full", 11)]
+    assert layout.padding_slots() == 3 and {g.block_size for g in layout.groups} == {2128}
+    assert layout.pools[0].num_blocks == 2982 and sum(layout.blocks_per_request(262144)) == 136
+    assert vllm.log_lines == ("GPU KV cache size: 5,747,892 tokens, Maximum concurrency for 262,144 tokens "
+                              "per request: 21.93x",)
+
+
+def test_without_speculative_tokens_the_mtp_layer_has_no_cache():
+    spec = load_model_spec("qwen3.6-35b-a3b")
+    assert len(spec.draft_layers) == 1 and spec.draft_layers[0].layer_idx == 40
+    layout = plan(spec, PlanConfig(gpu="h200", max_model_len=32768)).reports["vllm"].layout
+    assert sum(g.num_layers for g in layout.groups) == 40
