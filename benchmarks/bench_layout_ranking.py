@@ -16,18 +16,9 @@ import time
 
 from hkv.model_specs.catalog import catalog_names
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.memory_budget import compute_memory_budget
+from hkv.planner.memory_budget import smallest_fitting_tp
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-
-TP_CHOICES = (1, 2, 4, 8)
-
-
-def smallest_tp(spec, gpu: str, max_len: int) -> int | None:
-    for tp in TP_CHOICES:
-        if compute_memory_budget(spec, PlanConfig(gpu=gpu, tp=tp, max_model_len=max_len)).fits:
-            return tp
-    return None
 
 
 def main() -> None:
@@ -46,7 +37,7 @@ def main() -> None:
             lengths = {spec.max_model_len if t == "max" else min(int(t), spec.max_model_len)
                        for t in args.lengths.split(",")}
             for max_len in sorted(lengths):
-                tp = smallest_tp(spec, gpu, max_len)
+                tp = smallest_fitting_tp(spec, PlanConfig(gpu=gpu, max_model_len=max_len))
                 if tp is None:
                     print(f"{name:<36} {gpu:<5} -- {max_len:>7}  does not fit on 8 GPUs")
                     continue

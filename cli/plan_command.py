@@ -9,9 +9,9 @@ import typer
 from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, SpecTokensOpt, ConcurrencyOpt, DtypeOpt, GpuMemoryOpt, GpuOpt,
-    KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SsmDtypeOpt,
-    TpOpt, UtilOpt, VllmLogOpt, assumed_note,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt,
+    LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SpecTokensOpt,
+    SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt, assumed_note,
 )
 from hkv.cli.render_plan import render_plan
 from hkv.model_specs.resolve import load_model_spec

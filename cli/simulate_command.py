@@ -14,9 +14,9 @@ from hkv.cli.choices import ALL_LAYOUTS, SimulateLayout
 from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.output import OutputFormat, note, stderr_console, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, SpecTokensOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt,
-    MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt,
-    assumed_note,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt,
+    MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SpecTokensOpt, SsmDtypeOpt, TpOpt, UtilOpt,
+    VllmLogOpt, assumed_note,
 )
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.block_fit import check_pools_hold_a_block

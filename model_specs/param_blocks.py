@@ -60,13 +60,14 @@ def mamba2_mixer(hidden: int, *, intermediate: int, conv_dim: int, n_heads: int,
 
 
 def mamba1_mixer(hidden: int, *, intermediate: int, d_state: int, d_conv: int, dt_rank: int,
-                 proj_bias: bool, conv_bias: bool) -> int:
-    """Jamba's Mamba1: in_proj, conv1d, x_proj, dt_proj, A_log, D, out_proj and dt/B/C RMSNorms."""
+                 proj_bias: bool, conv_bias: bool, inner_norms: bool = True) -> int:
+    """Mamba1: in_proj, conv1d, x_proj, dt_proj, A_log, D, out_proj; with `inner_norms` also
+    Jamba's dt/B/C RMSNorm weights (Mamba and Falcon-Mamba have none)."""
     return (linear(hidden, 2 * intermediate, proj_bias)
             + intermediate * d_conv + (intermediate if conv_bias else 0)
             + linear(intermediate, dt_rank + 2 * d_state) + linear(dt_rank, intermediate, True)
             + intermediate * d_state + intermediate
-            + linear(intermediate, hidden, proj_bias) + dt_rank + 2 * d_state)
+            + linear(intermediate, hidden, proj_bias) + (dt_rank + 2 * d_state if inner_norms else 0))
 
 
 def gdn_mixer(hidden: int, *, k_heads: int, v_heads: int, k_head_dim: int, v_head_dim: int,

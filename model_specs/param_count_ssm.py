@@ -21,13 +21,11 @@ def mamba2(view: ConfigView, kinds: Kinds) -> int:
 
 
 def mamba1(view: ConfigView, kinds: Kinds) -> int:
-    """MambaModel / FalconMambaModel: in_proj, conv1d, x_proj, dt_proj, A_log, D, out_proj per
-    layer (Falcon-Mamba's dt/B/C norms have no weights)."""
-    h, intermediate = hidden(view), mamba1_intermediate(view)
-    d_state, dt_rank = view.int_value("state_size"), view.int_value("time_step_rank")
-    bias, conv_bias = bool(view.value("use_bias", False)), bool(view.value("use_conv_bias", True))
-    mixer = (pb.linear(h, 2 * intermediate, bias)
-             + intermediate * view.int_value("conv_kernel") + (intermediate if conv_bias else 0)
-             + pb.linear(intermediate, dt_rank + 2 * d_state) + pb.linear(dt_rank, intermediate, True)
-             + intermediate * d_state + intermediate + pb.linear(intermediate, h, bias))
+    """MambaModel / FalconMambaModel: Mamba1 mixers without Jamba's inner norm weights
+    (Falcon-Mamba's dt/B/C norms have none)."""
+    bias = bool(view.value("use_bias", False))
+    mixer = pb.mamba1_mixer(hidden(view), intermediate=mamba1_intermediate(view),
+                            d_state=view.int_value("state_size"), d_conv=view.int_value("conv_kernel"),
+                            dt_rank=view.int_value("time_step_rank"), proj_bias=bias,
+                            conv_bias=bool(view.value("use_conv_bias", True)), inner_norms=False)
     return decoder_total(view, [mixer + norms(view, 1) for _ in kinds])

@@ -11,7 +11,7 @@ an estimate (documented in the README) unless `--available-kv-memory` gives the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil
 
 from hkv.model_specs.model_spec import ModelSpec
@@ -88,6 +88,12 @@ def compute_memory_budget(model: ModelSpec, cfg: PlanConfig) -> MemoryBudget:
     return MemoryBudget(device, total, cfg.gpu_memory_utilization, weights_per_rank, activation,
                         CUDAGRAPH_BYTES, NON_TORCH_BYTES, max(0, available), mnbt, False,
                         shortfall_bytes=max(0, -available))
+
+
+def smallest_fitting_tp(model: ModelSpec, cfg: PlanConfig, tp_choices: tuple[int, ...] = (1, 2, 4, 8)) -> int | None:
+    """The smallest tensor-parallel size in `tp_choices` whose budget fits the weights (cfg's
+    other settings kept); None when none does. Pure."""
+    return next((tp for tp in tp_choices if compute_memory_budget(model, replace(cfg, tp=tp)).fits), None)
 
 
 def does_not_fit_error(model: ModelSpec, budget: MemoryBudget) -> DoesNotFitError:

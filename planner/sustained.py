@@ -4,9 +4,11 @@ The question: N requests of `max_model_len` tokens (prompt + output, see `split_
 arrive together; the scheduler admits a waiting request when slots for its whole prompt fit
 (vLLM 0.32's admission, `scheduler_reserve_full_isl`: per group cdiv(prompt, b), sliding and
 chunked groups capped at `blocks_per_request`, see KVCacheGroup.admission_blocks; not the worst
-case of the whole sequence), allocates per step, and preempts when a running request cannot grow. *Sustained* is the largest N for which every request is running at the same time
-(peak running == N) and no preemption happens. The runtime measures it by really allocating
-(hkv.runtime.simulation.sustained_probe); this module predicts it from the Layout alone.
+case of the whole sequence), gives no request more than the Layout's in-flight tokens T in a step,
+allocates per step, and preempts when a running request cannot grow. *Sustained* is the largest N
+for which every request is running at the same time (peak running == N) and no preemption
+happens. The runtime measures it by really allocating (hkv.runtime.simulation.sustained_probe);
+this module predicts it from the Layout alone.
 
 The model (pure arithmetic, no allocator):
 
@@ -30,22 +32,24 @@ The model (pure arithmetic, no allocator):
 Because the token schedule does not depend on memory until the first refusal, walking it with
 these counts gives exactly the step where the real allocator first runs out.
 
-Long decodes are skipped, not walked: once nobody waits and every running request decodes
-(one token each per step) and has made its first decode step (that step releases the last
-prefill chunk's window blocks request by request, interleaved with the others' growth, and is
-walked: jumping it released them all at once and missed a preemption on Gemma-3-27B at 8k), each request's blocks after release and after allocation are
-functions h(c) of its computed tokens with h(c + P) >= h(c) for P = lcm(block sizes, chunk
-lengths) (full attention grows, sliding grows then repeats every block, chunked and recurrent
-repeat). So a step that runs out is followed, P steps later, by one that runs out too: only the
-last P + 1 steps before the first finish can be the first to fail, and the walk jumps to them.
+Long decodes are skipped, not walked: once nobody waits and every running request decodes (one
+token each per step) and has made its first decode step (that step releases the last prefill
+chunk's window blocks request by request, interleaved with the others' growth, and is walked:
+jumping it released them all at once and missed a preemption on Gemma-3-27B at 8k), each
+request's blocks after release and after allocation are functions h(c) of its computed tokens
+with h(c + P) >= h(c) for P = lcm(block sizes, chunk lengths) (full attention grows, sliding
+grows then repeats every block, chunked and recurrent repeat). So a step that runs out is
+followed, P steps later, by one that runs out too: only the last P + 1 steps before the first
+finish can be the first to fail, and the walk jumps to them.
 
-The search over N (`largest_clean`) gallops from a guess (usable blocks / a request's blocks
-at its end) towards the boundary, doubling its step, and bisects. Preemptions are not monotone in N in general (a larger N staggers prefills
-differently), so the bisection returns *a* boundary: a clean N whose successor is not clean
-(or the cap). tests/runtime/simulation/test_sustained_prediction.py checks on the tiny grid
-that it equals the ramp (the first N that is not clean, minus one); a plain ramp
-was too slow for `hkv plan` on long contexts (80 trials of 200 requests). The runtime measures
-with the same search, so prediction and measurement answer the same question.
+The search over N (`largest_clean`) gallops from a guess (usable blocks / a request's blocks at
+its end) towards the boundary, doubling its step, and bisects. Preemptions are not monotone in N
+in general (a larger N staggers prefills differently), so the bisection returns *a* boundary: a
+clean N whose successor is not clean (or the cap).
+tests/runtime/simulation/test_sustained_prediction.py checks on the tiny grid that it equals the
+ramp (the first N that is not clean, minus one); a plain ramp was too slow for `hkv plan` on
+long contexts (80 trials of 200 requests). The runtime measures with the same search, so
+prediction and measurement answer the same question.
 
 With a request waiting during a pure decode phase the same h(c + P) >= h(c) argument says
 free blocks only shrink period over period: when the head has not fitted for P + 1 steps it

@@ -2,11 +2,13 @@
 on the h100 and h200 budgets, its logged and sustained concurrency are at least every other
 layout's (issue 10, item 5). benchmarks/bench_layout_ranking.py prints the same table."""
 
+from dataclasses import replace
+
 import pytest
 
 from hkv.model_specs.catalog import catalog_names
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.memory_budget import compute_memory_budget
+from hkv.planner.memory_budget import smallest_fitting_tp
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
 
@@ -16,13 +18,10 @@ LENGTHS = (8192, 32768, None)  # None: the model's own max_model_len
 
 def smallest_fitting_config(name: str, gpu: str, max_len: int | None) -> PlanConfig | None:
     """The plan config with the smallest TP in 1, 2, 4, 8 whose weights fit; None if none does."""
-    spec = MODELS[name]
-    length = None if max_len is None else min(max_len, spec.max_model_len)
-    for tp in (1, 2, 4, 8):
-        cfg = PlanConfig(gpu=gpu, tp=tp, max_model_len=length)
-        if compute_memory_budget(spec, cfg).fits:
-            return cfg
-    return None
+    length = None if max_len is None else min(max_len, MODELS[name].max_model_len)
+    cfg = PlanConfig(gpu=gpu, max_model_len=length)
+    tp = smallest_fitting_tp(MODELS[name], cfg)
+    return None if tp is None else replace(cfg, tp=tp)
 
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
