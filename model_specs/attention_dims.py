@@ -11,7 +11,7 @@ from hkv.model_specs.layer_desc import AttentionDesc
 from hkv.model_specs.layer_kinds import LayerKind
 
 # Families whose full-attention layers are multi-head latent attention (one shared latent per token).
-MLA_FAMILIES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_linear", "glm4_moe_lite"})
+MLA_FAMILIES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_linear", "glm4_moe_lite", "bailing_hybrid"})
 
 _CACHE_KIND = {LayerKind.FULL: CacheKind.FULL, LayerKind.SLIDING: CacheKind.SLIDING,
                LayerKind.CHUNKED: CacheKind.CHUNKED}
@@ -42,7 +42,10 @@ def num_query_heads(view: ConfigView) -> int:
 
 
 def num_kv_heads(view: ConfigView) -> int:
-    """num_key_value_heads; absent means multi-head attention (one KV head per query head)."""
+    """num_key_value_heads; absent means multi-head attention (one KV head per query head).
+    Zamba2's shared attention is multi-head in vLLM whatever num_key_value_heads says."""
+    if view.family == "zamba2":
+        return num_query_heads(view)
     return view.int_value("num_key_value_heads", num_query_heads(view))
 
 
@@ -53,6 +56,8 @@ def model_head_dim(view: ConfigView) -> int:
         return by_division  # Cohere2Config always overwrites head_dim with this
     if not view.has("head_dim") and view.has("attention_head_dim"):
         return view.int_value("attention_head_dim")
+    if view.family == "zamba2":  # Zamba2Config: attention over 2 x hidden (the block sees [x, x_orig])
+        return 2 * view.int_value("hidden_size") // num_query_heads(view)
     return view.int_value("head_dim", by_division)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 FAMILY_ALIASES: dict[str, str] = {
     "gemma3": "gemma3_text",
     "gemma3n": "gemma3n_text",
+    "gemma4": "gemma4_text",
     "llama4": "llama4_text",
     "minimax_m1": "minimax",
     "minimax_text_01": "minimax",
@@ -46,6 +47,16 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
                      "vocab_size": 262400, "sliding_window": 512, "num_kv_shared_layers": 15,
                      "altup_num_inputs": 4, "laurel_rank": 64, "hidden_size_per_layer_input": 256,
                      "vocab_size_per_layer_input": 262144},
+    "gemma4_text": {"attention_bias": False, "tie_word_embeddings": True, "max_position_embeddings": 131072,
+                    "vocab_size": 262144, "head_dim": 256, "sliding_window": 512, "num_kv_shared_layers": 0,
+                    "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262144},
+    # LFM2 / LFM2-MoE (Lfm2Config, Lfm2MoeConfig): tied embeddings, bias-free conv.
+    "lfm2": {"tie_word_embeddings": True, "max_position_embeddings": 128000, "conv_bias": False,
+             "conv_L_cache": 3, "block_auto_adjust_ff_dim": True, "block_ffn_dim_multiplier": 1.0,
+             "block_multiple_of": 256},
+    "lfm2_moe": {"tie_word_embeddings": True, "max_position_embeddings": 128000, "conv_bias": False,
+                 "conv_L_cache": 3, "num_dense_layers": 2},
+    "lfm3": {"tie_word_embeddings": True, "max_position_embeddings": 128000, "conv_bias": False},
     "cohere2": {"attention_bias": False, "tie_word_embeddings": True, "max_position_embeddings": 8192,
                 "sliding_window": 4096, "sliding_window_pattern": 4},
     "gpt_oss": {"attention_bias": True, "tie_word_embeddings": False, "max_position_embeddings": 131072},
@@ -99,7 +110,7 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 # Bias switches: their class default is used without a note (they never change a cache size).
-QUIET_DEFAULT_KEYS = frozenset({"attention_bias", "qkv_bias", "mlp_bias", "use_bias", "use_conv_bias",
+QUIET_DEFAULT_KEYS = frozenset({"conv_bias", "attention_bias", "qkv_bias", "mlp_bias", "use_bias", "use_conv_bias",
                                 "mamba_conv_bias", "mamba_proj_bias", "projectors_bias", "mamba_rms_norm"})
 
 

@@ -23,6 +23,7 @@ from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer, RecurrentDesc
 from hkv.model_specs.layer_kinds import SSM_ONLY_FAMILIES, LayerKind
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.param_count import count_params
+from hkv.model_specs.per_layer_attention import apply_override, per_layer_overrides
 from hkv.model_specs.quantized_weights import quantized_weights_bytes
 from hkv.model_specs.recurrent_dims import recurrent_geometry
 from hkv.model_specs.state_dtypes import default_state_dtype_bytes
@@ -101,6 +102,7 @@ def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],
     dims = attention_dims(view) if uses - {LayerKind.RECURRENT} else None
     geometry = recurrent_geometry(view) if LayerKind.RECURRENT in uses else None
     shared = kv_share_targets(view, kinds)
+    overrides = per_layer_overrides(view, kinds) if dims is not None else {}
     layers: list[CacheLayer] = []
     for idx, layer_kinds in enumerate(kinds):
         for kind in layer_kinds:
@@ -114,7 +116,7 @@ def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],
                     conv_groups=geometry.conv_groups, conv_group_dim=geometry.conv_group_dim))
             else:
                 assert dims is not None
-                desc = attention_desc(view, dims, idx, kind)
+                desc = attention_desc(view, apply_override(dims, overrides.get(idx)), idx, kind)
                 layers.append(replace(desc, kv_shared_with=shared[idx]) if idx in shared else desc)
     return tuple(layers)
 

@@ -1,4 +1,4 @@
-"""Cross-layer KV sharing (Gemma 3n): the last `num_kv_shared_layers` layers store no KV of their own.
+"""Cross-layer KV sharing (Gemma 3n, Gemma 4): the last `num_kv_shared_layers` layers store no KV of their own.
 
 Rule (transformers Gemma3nTextConfig.kv_sharing_modes, and vLLM's kv_sharing_target_layer_name):
 a shared layer reads the KV of the last non-shared layer of the same attention type (sliding or
@@ -11,7 +11,7 @@ from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.layer_kinds import LayerKind
 
-SHARING_FAMILIES = frozenset({"gemma3n_text"})
+SHARING_FAMILIES = frozenset({"gemma3n_text", "gemma4_text"})
 
 
 def kv_share_targets(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...]) -> dict[int, int]:

@@ -23,6 +23,7 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "gemma3_text": rules.sliding_window_pattern,
     "cohere2": rules.sliding_window_pattern,
     "gemma3n_text": rules.gemma3n_pattern,
+    "gemma4_text": rules.gemma4_pattern,
     "llama4_text": rules.llama4_nope_layers,
     "qwen3_next": rules.full_attention_interval,
     "qwen3_5_text": rules.full_attention_interval,
@@ -36,6 +37,11 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "mamba2": rules.all_mamba,
     "mamba": rules.all_mamba,
     "falcon_mamba": rules.all_mamba,
+    "zamba2": rules.listed_layer_types,
+    "bailing_hybrid": rules.listed_layer_types,
+    "lfm2": rules.lfm2_layers,
+    "lfm2_moe": rules.listed_layer_types,
+    "lfm3": rules.listed_layer_types,
 }
 
 # Attributes that mean "not plain full attention" for a model_type without a rule.

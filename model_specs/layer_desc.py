@@ -15,8 +15,8 @@ from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCache
 
 
 # Recurrent variants whose conv state vLLM lengthens by the speculative tokens (their mixers pass
-# num_spec to the state-shape calculator: GatedDeltaNet, MambaMixer2).
-SPEC_CONV_VARIANTS = frozenset({"gdn", "mamba2"})
+# num_spec to the state-shape calculator: GatedDeltaNet, MambaMixer2, ShortConv, KDA).
+SPEC_CONV_VARIANTS = frozenset({"gdn", "mamba2", "short_conv", "kda"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ class RecurrentDesc:
     Mamba2: conv_dim = intermediate + 2*n_groups*d_state, ssm_heads = n_heads, ssm_dims = (head_dim, d_state).
     Gated delta-net: conv_dim = 2*key_dim + value_dim, ssm_heads = v_heads, ssm_dims = (k_head_dim, v_head_dim).
     Lightning attention: no conv (conv_kernel_len 0), ssm_heads = heads, ssm_dims = (head_dim, head_dim).
+    Short conv (LFM2): conv only; ssm_heads 0 and ssm_dims () mean no ssm tensor.
     """
 
     layer_idx: int
@@ -92,9 +93,11 @@ class RecurrentDesc:
         if self.conv_kernel_len <= 1:
             return StateCacheSpec(self.variant, (ssm_shape,), (ssm_bytes,))
         # vLLM keeps the draft tokens' inputs too: kernel - 1 + num_speculative_tokens columns
-        # (MambaStateShapeCalculator's num_spec, for gated delta net, Mamba2 and short conv).
+        # (MambaStateShapeCalculator's num_spec: gated delta net, Mamba2, short conv, KDA).
         spec_rows = opts.speculative_tokens if self.variant in SPEC_CONV_VARIANTS else 0
         conv_shape = (self.conv_kernel_len - 1 + spec_rows, self.conv_dim_per_rank(opts.tp))
+        if not self.ssm_dims:
+            return StateCacheSpec(self.variant, (conv_shape,), (conv_bytes,))
         return StateCacheSpec(self.variant, (conv_shape, ssm_shape), (conv_bytes, ssm_bytes))
 
 

@@ -2,10 +2,11 @@
 
 A family rule (layer_rules.py) turns a config into one layer-type *name* per layer, in the
 vocabulary transformers uses for `config.layer_types` ("full_attention", "sliding_attention",
-"chunked_attention", "linear_attention", "hybrid", "mlp", "moe", and the legacy "attention" /
-"mamba"). This module maps the names to cache kinds. "linear_attention" / "mamba" mean the
-family's own recurrent mixer (Mamba1, Mamba2, gated delta-net, lightning, KDA); "hybrid" is
-Falcon-H1's attention + Mamba2 side by side; "mlp" / "moe" layers own no cache.
+"chunked_attention", "linear_attention", "hybrid", "conv", "mlp", "moe", and the legacy "attention" /
+"mamba"). This module maps the names to cache kinds. "linear_attention" / "mamba" / "conv" mean the
+family's own recurrent mixer (Mamba1, Mamba2, gated delta-net, lightning, KDA, short conv); "hybrid"
+is attention + a Mamba2 mixer in one layer (Falcon-H1 side by side, Zamba2 a shared attention block
+before the mixer); "mlp" / "moe" layers own no cache.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _NAME_TO_KINDS: dict[str, tuple[LayerKind, ...]] = {
     "chunked_attention": (LayerKind.CHUNKED,),
     "linear_attention": (LayerKind.RECURRENT,),
     "mamba": (LayerKind.RECURRENT,),
+    "conv": (LayerKind.RECURRENT,),  # LFM2's short convolution: a conv-only recurrent state
     "hybrid": (LayerKind.FULL, LayerKind.RECURRENT),  # attention first: vLLM registers it first
     "mlp": (),
     "moe": (),
@@ -51,6 +53,11 @@ RECURRENT_VARIANT: dict[str, str] = {
     "mamba2": "mamba2",  # pure state-space models
     "mamba": "mamba1",
     "falcon_mamba": "mamba1",
+    "zamba2": "mamba2",  # Mamba2 layers; "hybrid" layers add a shared attention block's own KV
+    "bailing_hybrid": "kda",  # Ling / Ring 2.5+ (vLLM BailingMoeV3): Kimi delta attention + MLA
+    "lfm2": "short_conv",
+    "lfm2_moe": "short_conv",
+    "lfm3": "short_conv",
 }
 SSM_ONLY_FAMILIES = frozenset({"mamba2", "mamba", "falcon_mamba"})  # no attention layer at all
 
@@ -66,13 +73,11 @@ class LayerTypeList:
 # Layer kinds and recurrent families that exist in released configs but that hkv does not model
 # yet: the refusal says what they are, so a user knows the plan is missing, not the config wrong.
 UNMODELED_LAYER_KINDS: dict[str, str] = {
-    "conv": "LFM2's short-convolution layer (its cache is a rolling conv state)",
-    "hybrid_sliding": "inkling2's sliding-window layer (its own swa_* head counts, relative-position states)",
+    "hybrid_sliding": "inkling2's sliding-window layer, whose short-conv streams vLLM caches as a second "
+                      "sliding-window spec with its own block size (the conv kernel)",
 }
 UNMODELED_RECURRENT_FAMILIES: dict[str, str] = {
-    "bailing_hybrid": "Bailing's linear-attention layers",
-    "zamba": "Zamba's Mamba layers with shared attention blocks",
-    "zamba2": "Zamba2's Mamba2 layers with shared attention blocks",
+    "zamba": "Zamba's multi-head Mamba1 layers with shared attention blocks (vLLM does not serve Zamba v1)",
 }
 
 
@@ -92,8 +97,8 @@ def kinds_from_names(view: ConfigView, types: LayerTypeList) -> tuple[tuple[Laye
         kinds = _NAME_TO_KINDS[name]
         if LayerKind.RECURRENT in kinds and view.family in UNMODELED_RECURRENT_FAMILIES:
             raise InvalidConfigError(
-                f"model_type {view.family!r}: {UNMODELED_RECURRENT_FAMILIES[view.family]} are not modeled by "
-                "hkv yet; it cannot plan this model")
+                f"model_type {view.family!r} has {UNMODELED_RECURRENT_FAMILIES[view.family]}; hkv does not "
+                "model them yet, so it cannot plan this model")
         if LayerKind.RECURRENT in kinds and view.family not in RECURRENT_VARIANT:
             raise InvalidConfigError(
                 f"{types.attribute}[{idx}] = {name!r} needs a recurrent mixer, but model_type "

@@ -150,11 +150,38 @@ def attention_indices(view: ConfigView, n: int) -> LayerTypeList:
     explicit = explicit_layer_types(view, n)
     if explicit:
         return explicit
-    indices = view.get("attn_layer_indices") or []
+    indices = _layer_indices(view.get("attn_layer_indices") or [], "attn_layer_indices", n)
+    return _every(lambda i: "full_attention" if i in indices else "mamba", "attn_layer_indices", n)
+
+
+def _layer_indices(indices: list, attribute: str, n: int) -> set[int]:
     bad = [i for i in indices if not isinstance(i, int) or not 0 <= i < n]
     if bad:
-        raise InvalidConfigError(f"attn_layer_indices contains {bad!r}, outside 0..{n - 1}")
-    return _every(lambda i: "full_attention" if i in indices else "mamba", "attn_layer_indices", n)
+        raise InvalidConfigError(f"{attribute} contains {bad!r}, outside 0..{n - 1}")
+    return set(indices)
+
+
+def listed_layer_types(view: ConfigView, n: int) -> LayerTypeList:
+    """Families whose config always lists its layers (Zamba2, Bailing hybrid, LFM2-MoE, LFM3):
+    without the list nothing tells the recurrent layers from the attention ones."""
+    explicit = explicit_layer_types(view, n)
+    if explicit is None:
+        raise InvalidConfigError(f"model_type {view.family!r} needs layer_types (which layers are attention, "
+                                 "which recurrent); the config has none")
+    return explicit
+
+
+def lfm2_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """LFM2: layer_types, else full attention at `full_attn_idxs` (Lfm2Config's fallback: every layer
+    when that is absent too) and short conv everywhere else."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    if view.get("full_attn_idxs") is None:
+        view.note("layer_types and full_attn_idxs absent: every layer full attention (Lfm2Config's default)")
+        return _every(lambda i: "full_attention", "model_type", n)
+    indices = _layer_indices(view.get("full_attn_idxs"), "full_attn_idxs", n)
+    return _every(lambda i: "full_attention" if i in indices else "conv", "full_attn_idxs", n)
 
 
 def granite_hybrid(view: ConfigView, n: int) -> LayerTypeList:
@@ -188,6 +215,18 @@ def gemma3n_pattern(view: ConfigView, n: int) -> LayerTypeList:
     """Gemma 3n: full attention where (i+1) % 5 == 0 (Gemma3nTextConfig default), sliding elsewhere."""
     return explicit_layer_types(view, n) or _every(
         lambda i: "full_attention" if (i + 1) % 5 == 0 else "sliding_attention", "model_type", n)
+
+
+def gemma4_pattern(view: ConfigView, n: int) -> LayerTypeList:
+    """Gemma 4: layer_types, else every 6th layer full (Gemma4TextConfig's 5:1 default); the last
+    layer is always full (the config class forces it)."""
+    names = list((explicit_layer_types(view, n) or _every(
+        lambda i: "full_attention" if (i + 1) % 6 == 0 else "sliding_attention", "model_type", n)).names)
+    if names and names[-1] != "full_attention":
+        view.note(f"layer {n - 1} is {names[-1]} in the config; Gemma4TextConfig forces the last layer to "
+                  "full_attention, and so does hkv")
+        names[-1] = "full_attention"
+    return LayerTypeList("layer_types" if view.get("layer_types") else "model_type", tuple(names))
 
 
 def kimi_linear_layers(view: ConfigView, n: int) -> LayerTypeList:

@@ -13,10 +13,12 @@ from collections.abc import Callable
 
 from hkv.model_specs import param_count_attention as attn
 from hkv.model_specs import param_count_hybrid as hybrid
+from hkv.model_specs import param_count_lfm as lfm
 from hkv.model_specs import param_count_ssm as ssm
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.param_count_common import Kinds
 from hkv.model_specs.param_count_gemma3n import gemma3n
+from hkv.model_specs.param_count_gemma4 import gemma4
 
 ParamCounter = Callable[[ConfigView, Kinds], int]
 
@@ -37,6 +39,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "glm4_moe": attn.glm4_moe,
     "glm4_moe_lite": attn.deepseek_v3,  # DeepSeek-V3's MLA + first-k-dense MoE decoder
     "gemma3n_text": gemma3n,
+    "gemma4_text": gemma4,
     "bamba": hybrid.bamba,
     "granitemoehybrid": hybrid.granitemoehybrid,
     "falcon_h1": hybrid.falcon_h1,
@@ -50,6 +53,8 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "mamba2": ssm.mamba2,
     "mamba": ssm.mamba1,
     "falcon_mamba": ssm.mamba1,
+    "lfm2": lfm.lfm2,
+    "lfm2_moe": lfm.lfm2_moe,
 }
 
 

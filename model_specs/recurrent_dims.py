@@ -7,6 +7,7 @@ Per request and layer, before TP (elements):
   GDN         conv (conv_kernel-1) x (2*key_dim + value_dim) ssm v_heads x k_head_dim x v_head_dim
   Lightning   no conv                                        ssm heads x head_dim x head_dim
   KDA         conv (kernel-1) x 3*heads*head_dim (q, k, v)   ssm heads x head_dim x head_dim
+  Short conv  conv (conv_L_cache-1) x conv_dim               no ssm state (LFM2's gated conv)
 """
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ def mamba2_dims(view: ConfigView) -> Mamba2Dims:
         # NemotronHMamba2Mixer sizes everything by heads x head_dim, not by expand x hidden.
         return Mamba2Dims(n_heads * head_dim, n_heads, head_dim, view.int_value("ssm_state_size"),
                           view.int_value("n_groups"), view.int_value("conv_kernel"))
+    if view.family == "zamba2":
+        # vLLM's Zamba2 sizes the mixer by mamba_expand x hidden; mamba_headdim is that / n_mamba_heads.
+        intermediate, n_heads = view.int_value("mamba_expand") * view.int_value("hidden_size"), view.int_value(
+            "n_mamba_heads")
+        head_dim = view.int_value("mamba_headdim", intermediate // n_heads, why="Zamba2Config derives it")
+        return Mamba2Dims(intermediate, n_heads, head_dim, view.int_value("mamba_d_state"),
+                          view.int_value("mamba_ngroups"), view.int_value("mamba_d_conv"))
     if view.family == "mamba2":
         # Mamba2Config: num_heads x head_dim == expand x hidden_size (checked by its mixer).
         n_heads, head_dim = view.int_value("num_heads"), view.int_value("head_dim")
@@ -121,11 +129,34 @@ def _lightning(view: ConfigView) -> RecurrentGeometry:
 
 def kda_heads_and_dims(view: ConfigView) -> tuple[int, int, int]:
     """(heads, head_dim, conv_kernel) of Kimi delta attention: linear_attn_config, else flat keys."""
+    if view.family == "bailing_hybrid":
+        return _bailing_kda(view)
     nested = view.get("linear_attn_config") or {}
     heads = nested.get("num_heads") or view.int_value("linear_num_heads")
     head_dim = nested.get("head_dim") or view.int_value("linear_head_dim")
     kernel = nested.get("short_conv_kernel_size") or view.int_value("linear_conv_kernel_dim")
     return int(heads), int(head_dim), int(kernel)
+
+
+def _bailing_kda(view: ConfigView) -> tuple[int, int, int]:
+    """vLLM's BailingMoeV3 sizes its KDA layers by num_attention_heads x head_dim and
+    short_conv_kernel_size; transformers' BailingHybrid reads linear_num_heads x linear_head_dim.
+    A real checkpoint has one width; where the two disagree the engine's reading wins, noted."""
+    heads, head_dim = view.int_value("num_attention_heads"), view.int_value("head_dim")
+    kernel = view.int_value("short_conv_kernel_size", view.get("linear_conv_kernel_dim"))
+    lin_heads, lin_dim = view.get("linear_num_heads"), view.get("linear_head_dim")
+    if lin_heads and lin_dim and (lin_heads, lin_dim) != (heads, head_dim):
+        view.note(f"KDA state sized as vLLM does, num_attention_heads x head_dim = {heads} x {head_dim}; "
+                  f"the config's linear_num_heads x linear_head_dim ({lin_heads} x {lin_dim}) disagree")
+    return heads, head_dim, kernel
+
+
+def _short_conv(view: ConfigView) -> RecurrentGeometry:
+    """LFM2 / LFM2-MoE / LFM3: a gated depthwise conv over conv_dim channels (vLLM's LFM2 reads
+    conv_dim, LFM2-MoE hidden_size; transformers always convolves hidden_size)."""
+    width = view.int_value("conv_dim") if view.family == "lfm2" and view.has("conv_dim") else view.int_value(
+        "hidden_size")
+    return RecurrentGeometry("short_conv", view.int_value("conv_L_cache"), width, 0, ())
 
 
 def _kda(view: ConfigView) -> RecurrentGeometry:
@@ -135,6 +166,7 @@ def _kda(view: ConfigView) -> RecurrentGeometry:
 
 _BUILDERS: dict[str, Callable[[ConfigView], RecurrentGeometry]] = {
     "mamba1": _mamba1, "mamba2": _mamba2, "gdn": _gdn, "lightning": _lightning, "kda": _kda,
+    "short_conv": _short_conv,
 }
 
 

@@ -27,14 +27,31 @@ def test_glm4_moe_lite_is_mla_in_every_layer(tmp_path):
 
 
 @pytest.mark.parametrize("model_type, overrides, fragment", [
-    ("bailing_hybrid", {}, "Bailing's linear-attention layers are not modeled by hkv yet"),
-    ("zamba2", {}, "Zamba2's Mamba2 layers with shared attention blocks are not modeled by hkv yet"),
-    ("zamba", {}, "Zamba's Mamba layers with shared attention blocks are not modeled by hkv yet"),
+    ("zamba", {}, "Zamba's multi-head Mamba1 layers with shared attention blocks (vLLM does not serve Zamba v1)"),
     ("inkling2", {}, "'hybrid_sliding' is inkling2's sliding-window layer"),
-    ("lfm2", {"num_hidden_layers": 4, "layer_types": ["conv", "conv", "full_attention", "conv"]},
-     "'conv' is LFM2's short-convolution layer"),
 ])
 def test_unmodeled_families_are_refused_with_what_they_are(tmp_path, model_type, overrides, fragment):
-    with pytest.raises(InvalidConfigError, match="not model|not modeled") as err:
+    with pytest.raises(InvalidConfigError, match="does not model") as err:
         load_model_spec(_saved(tmp_path, model_type, **overrides))
     assert fragment in str(err.value)
+
+
+def test_lfm2_moe_without_layer_types_is_refused(tmp_path):
+    # Lfm2MoeConfig's default leaves layer_types None (its own model cannot be built from it).
+    with pytest.raises(InvalidConfigError, match="'lfm2_moe' needs layer_types"):
+        load_model_spec(_saved(tmp_path, "lfm2_moe"))
+
+
+def test_bailing_hybrid_is_kda_and_mla(tmp_path):
+    # transformers' default: 42 layers, every 6th full attention (MLA: 512 + 64 latent, 1,152 B per
+    # token in bf16), the rest Kimi delta attention sized as vLLM's BailingMoeV3 does:
+    # num_attention_heads 32 x head_dim 64. conv 3 x (3 x 2,048) x 2 B = 36,864 B;
+    # recurrent 32 x 64 x 64 x 4 B (fp32) = 524,288 B; 561,152 B per layer and request.
+    from hkv.model_specs.cache_options import CacheOptions
+    spec = load_model_spec(_saved(tmp_path, "bailing_hybrid"))
+    assert spec.layer_mix() == {"kda": 35, "full": 7}
+    state = next(c for c in spec.cache_layers if hasattr(c, "variant")).cache_spec(CacheOptions(tp=1))
+    assert state.shapes == ((3, 6144), (32, 64, 64)) and state.state_bytes == 561_152
+    mla = next(c for c in spec.cache_layers if getattr(c, "is_mla", False)).cache_spec(CacheOptions(tp=1))
+    assert mla.bytes_per_token == 1152
+    assert "linear_num_heads x linear_head_dim (32 x 128) disagree" in spec.note
