@@ -10,8 +10,8 @@ from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
     AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt,
-    LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SpecTokensOpt,
-    SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt, assumed_note,
+    LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt,
+    SpecTokensOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt, VllmVersionOpt, assumed_note,
 )
 from hkv.cli.render_plan import render_plan
 from hkv.model_specs.resolve import load_model_spec
@@ -33,8 +33,10 @@ def plan_command(
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
     max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None, output_len: OutputLenOpt = None,
     hkv_prefill_chunk_len: ChunkOpt = None, speculative_tokens: SpecTokensOpt = None,
-    vllm_log: VllmLogOpt = None, expected_avg_seq_len: AvgLenOpt = None,
+    vllm_log: VllmLogOpt = None, vllm_version: VllmVersionOpt = None,
+    expected_avg_seq_len: AvgLenOpt = None,
     concurrency: ConcurrencyOpt = None, no_prefix_caching: NoPrefixOpt = False,
+    enable_prefix_caching: PrefixOpt = False,
     layout: LayoutOpt = None, output_format: FormatOpt = OutputFormat.human,
 ) -> None:
     """Derive KV cache groups, pages and pool sizes for every layout and predict capacity.

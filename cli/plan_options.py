@@ -16,6 +16,7 @@ import typer
 
 from hkv.cli.choices import Dtype, KvCacheDtype, PlanLayout, VllmLog
 from hkv.cli.errors import flag_of
+from hkv.planner.errors import InvalidInputError
 from hkv.planner.gpus import get_gpu
 from hkv.planner.memory_budget import MemoryBudget
 from hkv.planner.plan_config import (
@@ -23,6 +24,9 @@ from hkv.planner.plan_config import (
     expected_avg_seq_len_from_env, parse_positive_int,
 )
 from hkv.planner.sizes import format_gib, parse_size
+from hkv.planner.vllm_rules import (
+    DEFAULT_VLLM_VERSION, LOG_FORMAT_VERSIONS, NEWEST_MODELED, OLDEST_MODELED, format_version,
+)
 
 DEFAULTS = PlanConfig()
 T = TypeVar("T")
@@ -64,14 +68,24 @@ SpecTokensOpt = Annotated[int | None, typer.Option(
     "--speculative-tokens", help="draft tokens per step (vLLM num_speculative_tokens); the config's MTP "
                                  "layers then join the KV cache groups [default: 0]")]
 VllmLogOpt = Annotated[VllmLog | None, typer.Option(  # type: ignore[valid-type]
-    "--vllm-log", help=f"vLLM capacity log format (legacy: <= v0.23) [default: {DEFAULTS.vllm_log}]")]
+    "--vllm-log", help=f"shorthand for --vllm-version: current = {LOG_FORMAT_VERSIONS['current']}, legacy = "
+                       f"{LOG_FORMAT_VERSIONS['legacy']} (the last two-line, block-count capacity log)")]
+VllmVersionOpt = Annotated[str | None, typer.Option(
+    "--vllm-version", help=f"the vLLM release whose KV cache accounting the vllm layouts follow "
+                           f"({format_version(OLDEST_MODELED)} to {format_version(NEWEST_MODELED)}) "
+                           f"[default: {DEFAULT_VLLM_VERSION}]")]
 AvgLenOpt = Annotated[str | None, typer.Option(
     "--expected-avg-seq-len",
     help=f"split of separate pools, tokens [env: {EXPECTED_AVG_ENV}; default: max model len]")]
 ConcurrencyOpt = Annotated[int | None, typer.Option(
     "--concurrency", help="also report the max context length at this many concurrent requests")]
 NoPrefixOpt = Annotated[bool, typer.Option(
-    "--no-prefix-caching", help="plan with prefix caching off (Mamba 'none' mode)")]
+    "--no-prefix-caching", help="plan with prefix caching off (Mamba 'none' mode) [default: vLLM's default for "
+                                "the model and release: on, but off for pure state-space models and, before "
+                                "0.26, for hybrids]")]
+PrefixOpt = Annotated[bool, typer.Option(
+    "--enable-prefix-caching", help="plan with prefix caching on (Mamba 'align' mode), as vLLM's flag of the "
+                                    "same name does where the release's default is off")]
 LayoutOpt = Annotated[PlanLayout | None, typer.Option(  # type: ignore[valid-type]
     "--layout", help=f"primary layout [default: {DEFAULTS.primary_layout}]")]
 
@@ -97,9 +111,11 @@ class PlanOptions:
     hkv_prefill_chunk_len: int | None = None
     speculative_tokens: int | None = None
     vllm_log: Enum | None = None
+    vllm_version: str | None = None
     expected_avg_seq_len: str | None = None  # tokens, as typed (the env var's rules)
     concurrency: int | None = None
     no_prefix_caching: bool = False
+    enable_prefix_caching: bool = False
     layout: Enum | None = None
 
     @classmethod
@@ -131,13 +147,19 @@ class PlanOptions:
             output_len=self.output_len,
             hkv_prefill_chunk_len=_given(self.hkv_prefill_chunk_len, d.hkv_prefill_chunk_len),
             speculative_tokens=_given(self.speculative_tokens, d.speculative_tokens),
-            vllm_log=_given(_value(self.vllm_log), d.vllm_log),
+            vllm_log=_value(self.vllm_log), vllm_version=self.vllm_version,
             expected_avg_seq_len=expected_avg_seq_len_from_env() if self.expected_avg_seq_len is None
             else parse_positive_int(self.expected_avg_seq_len, name=flag_of("expected_avg_seq_len")),
             concurrency=_given(self.concurrency, d.concurrency),
-            enable_prefix_caching=not self.no_prefix_caching,
+            enable_prefix_caching=self._prefix_caching(),
             primary_layout=_given(_value(self.layout), d.primary_layout),
         )
+
+    def _prefix_caching(self) -> bool | None:
+        if self.no_prefix_caching and self.enable_prefix_caching:
+            raise InvalidInputError("--enable-prefix-caching and --no-prefix-caching contradict each other; "
+                                    "pass one of them", fields=("enable_prefix_caching",))
+        return True if self.enable_prefix_caching else False if self.no_prefix_caching else None
 
     def assumed(self, budget: MemoryBudget) -> dict[str, Any]:
         """Defaults the user did not choose that shaped the plan: the GPU, when neither --gpu nor

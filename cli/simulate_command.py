@@ -15,8 +15,9 @@ from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.output import OutputFormat, note, stderr_console, stdout_console, write_json
 from hkv.cli.plan_options import (
     AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt,
-    MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, SpecTokensOpt, SsmDtypeOpt, TpOpt, UtilOpt,
-    VllmLogOpt, assumed_note,
+    MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt, SpecTokensOpt, SsmDtypeOpt, TpOpt,
+    UtilOpt,
+    VllmLogOpt, VllmVersionOpt, assumed_note,
 )
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.block_fit import check_pools_hold_a_block
@@ -53,8 +54,10 @@ def simulate_command(
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
     max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None, output_len: OutputLenOpt = None,
     hkv_prefill_chunk_len: ChunkOpt = None, speculative_tokens: SpecTokensOpt = None,
-    vllm_log: VllmLogOpt = None, expected_avg_seq_len: AvgLenOpt = None,
-    no_prefix_caching: NoPrefixOpt = False, output_format: FormatOpt = OutputFormat.human,
+    vllm_log: VllmLogOpt = None, vllm_version: VllmVersionOpt = None,
+    expected_avg_seq_len: AvgLenOpt = None,
+    no_prefix_caching: NoPrefixOpt = False, enable_prefix_caching: PrefixOpt = False,
+    output_format: FormatOpt = OutputFormat.human,
 ) -> None:
     """Replay a workload through the real hybrid KV cache manager and scheduler (no model).
 
@@ -94,7 +97,7 @@ def simulate_command(
                         f"{too_long[0].prompt_len:,} prompt tokens); raise --max-model-len")
     sim_cfg = SimulationConfig(
         scheduler=SchedulerConfig(the_plan.budget.max_num_batched_tokens, cfg.max_num_seqs),
-        cache=CacheConfig(enable_caching=cfg.enable_prefix_caching, eviction_policy=eviction))
+        cache=CacheConfig(enable_caching=cfg.enable_prefix_caching is not False, eviction_policy=eviction))
     if sweep_split:
         _sweep(spec, cfg, requests, sim_cfg, output_format, assumed)
         return

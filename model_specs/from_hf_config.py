@@ -60,6 +60,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         num_hidden_layers=len(kinds),
         cache_layers=layers,
         draft_layers=draft_layers,
+        family=family,
         max_model_len=_max_model_len(view),
         hidden_size=view.int_value("hidden_size"),
         vocab_size=view.int_value("vocab_size"),

@@ -38,6 +38,7 @@ class ModelSpec:
     attn_logit_softcap: float | None = None  # Gemma 2's tanh cap on attention logits
     source: str = ""  # where the config came from: "catalog:<name>", a file path, "hf-cache:<path>"
     draft_layers: tuple[CacheLayer, ...] = ()  # MTP layers: cached only under speculative decoding
+    family: str = ""  # the text model's type that chose hkv's rules (e.g. "qwen3_5_moe_text")
 
     def cache_specs(self, opts: CacheOptions, *,
                     engine_windows: bool = False) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:

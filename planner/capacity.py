@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from hkv.planner.layout import Layout
 from hkv.planner.sustained import SustainedSetup, predict_sustained, split_request
+from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT, LogFormat
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Capacity:
 
     @classmethod
     def of(cls, layout: Layout, concurrency: int, upper_len: int, setup: SustainedSetup,
-           log_format: str = "current") -> Capacity:
+           log_format: LogFormat = CURRENT_LOG_FORMAT) -> Capacity:
         """Raises ValueError when setup.output_len leaves no prompt (see split_request)."""
         seq_len = layout.max_model_len
         _, output_len = split_request(seq_len, setup.output_len)
@@ -58,22 +59,22 @@ class Capacity:
         )
 
 
-def kv_cache_tokens(layout: Layout, log_format: str) -> int:
-    """vLLM's "KV cache size" tokens. current: int(concurrency x max_model_len); legacy
-    (<= v0.23): num_blocks // number of groups x the smallest block size (first pool)."""
-    if log_format == "legacy":
+def kv_cache_tokens(layout: Layout, log_format: LogFormat) -> int:
+    """vLLM's "KV cache size" tokens: int(concurrency x max_model_len) from vLLM 0.20.1; before,
+    num_blocks // number of groups x the smallest block size (first pool)."""
+    if not log_format.tokens_from_concurrency:
         num_blocks = layout.pools[0].num_blocks if layout.pools else 0
         min_block = min((g.block_size for g in layout.groups), default=0)
         return num_blocks // max(1, len(layout.groups)) * min_block
     return layout.kv_cache_tokens(layout.max_model_len)
 
 
-def vllm_log_lines(layout: Layout, log_format: str, device: str = "GPU") -> tuple[str, ...]:
-    """The capacity lines vLLM prints for this layout (current: one line; legacy <= v0.23: two)."""
+def vllm_log_lines(layout: Layout, log_format: LogFormat, device: str = "GPU") -> tuple[str, ...]:
+    """The capacity lines vLLM prints for this layout (one line from vLLM 0.28, two before)."""
     seq_len = layout.max_model_len
     conc = layout.max_concurrency(seq_len)
     tokens = kv_cache_tokens(layout, log_format)
-    if log_format == "legacy":
+    if not log_format.one_line:
         return (f"{device} KV cache size: {tokens:,} tokens",
                 f"Maximum concurrency for {seq_len:,} tokens per request: {conc:.2f}x")
     return (f"{device} KV cache size: {tokens:,} tokens, "

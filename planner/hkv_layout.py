@@ -84,7 +84,7 @@ def build_hkv_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) ->
     max_len = cfg.max_model_len or model.max_model_len
     t = hkv_in_flight_tokens(cfg, budget.max_num_batched_tokens)
     attention = attention_page_layers(entries, cfg.block_size)
-    state_block_size = cfg.block_size if cfg.enable_prefix_caching else max_len
+    state_block_size = cfg.block_size if cfg.enable_prefix_caching is not False else max_len
     states = state_page_layers(entries, state_block_size)
     attn_groups = choose_groups(attention, max_len, t) if attention else []
     notes = []

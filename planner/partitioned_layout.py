@@ -25,7 +25,7 @@ def split_len_of(cfg: PlanConfig, max_len: int) -> int:
 def build_partitioned_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) -> Layout:
     entries = owned_cache_layers(model, cfg.cache_options(model.dtype_bytes))
     max_len = cfg.max_model_len or model.max_model_len
-    state_block_size = cfg.block_size if cfg.enable_prefix_caching else max_len
+    state_block_size = cfg.block_size if cfg.enable_prefix_caching is not False else max_len
     layers = attention_page_layers(entries, cfg.block_size) + state_page_layers(entries, state_block_size)
     by_pool: dict[str, list[PagedLayer]] = {}
     for layer in layers:

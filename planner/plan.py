@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.capacity import Capacity, vllm_log_lines
+from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
 from hkv.planner.hkv_layout import build_hkv_layout
 from hkv.planner.layout import Layout
@@ -76,7 +77,7 @@ def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
             continue
         seq_len = layout.max_model_len
         # Only the vllm layouts print vLLM's lines; their kv_cache_tokens is the line's number.
-        log_format = cfg.vllm_log if name.startswith("vllm") else "current"
+        log_format = cfg.vllm_rules().log_format if name.startswith("vllm") else CURRENT_LOG_FORMAT
         lines = vllm_log_lines(layout, log_format) if name.startswith("vllm") else ()
         reports[name] = LayoutReport(
             layout, Capacity.of(layout, cfg.concurrency, upper_len, setup, log_format), layout.waste_fraction(seq_len),

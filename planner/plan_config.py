@@ -8,10 +8,11 @@ from typing import Literal
 
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.planner.errors import InvalidInputError
+from hkv.planner.vllm_rules import LOG_FORMAT_VERSIONS, VllmRules
 
 LAYOUT_NAMES = ("hkv", "vllm", "vllm-no-hybrid", "partitioned")
 KV_CACHE_DTYPES = ("auto", "fp8")
-VLLM_LOG_FORMATS = ("current", "legacy")  # legacy: vLLM <= v0.23's capacity log lines
+VLLM_LOG_FORMATS = tuple(LOG_FORMAT_VERSIONS)  # shorthands of --vllm-version: current 0.32.0, legacy 0.20.0
 EXPECTED_AVG_ENV = "EXPECTED_AVERAGE_SEQ_LENGTH"
 ALLOW_LONG_ENV = "HKV_ALLOW_LONG_MAX_MODEL_LEN"  # "1": max_model_len may exceed the model's positions
 
@@ -50,10 +51,11 @@ class PlanConfig:
     output_len: int | None = None  # sustained figure: output tokens of a max-length request; None: len // 8
     hkv_prefill_chunk_len: int = DEFAULT_HKV_PREFILL_CHUNK_LEN  # `hkv` layout: prompt tokens per request per step
     speculative_tokens: int = 0  # draft tokens per step (vLLM num_speculative_tokens); MTP layers join
-    vllm_log: Literal["current", "legacy"] = "current"
+    vllm_version: str | None = None  # the release the vllm layouts follow; None: vllm_log's, else the newest
+    vllm_log: Literal["current", "legacy"] | None = None  # shorthand: current 0.32.0, legacy 0.20.0
     expected_avg_seq_len: int | None = None  # partitioned split; None: env var, else max_model_len
     concurrency: int = 1
-    enable_prefix_caching: bool = True
+    enable_prefix_caching: bool | None = None  # None: vLLM's default for the model and release
     primary_layout: str = "hkv"
 
     def __post_init__(self) -> None:
@@ -69,9 +71,13 @@ class PlanConfig:
             raise InvalidInputError(
                 f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}",
                 fields=("gpu_memory_utilization",))
-        if self.vllm_log not in VLLM_LOG_FORMATS:
+        if self.vllm_log is not None and self.vllm_log not in VLLM_LOG_FORMATS:
             raise InvalidInputError(f"vllm_log must be current or legacy, got {self.vllm_log!r}",
                                     fields=("vllm_log",))
+        if self.vllm_log is not None and self.vllm_version is not None:
+            raise InvalidInputError("vllm_log is a shorthand for a vllm_version; pass one of them, not both",
+                                    fields=("vllm_log", "vllm_version"))
+        self.vllm_rules()  # raises InvalidInputError for a release hkv does not model
         if self.kv_cache_dtype not in KV_CACHE_DTYPES:
             raise InvalidInputError(f"kv_cache_dtype must be auto or fp8, got {self.kv_cache_dtype!r}",
                                     fields=("kv_cache_dtype",))
@@ -81,6 +87,12 @@ class PlanConfig:
                 fields=("primary_layout",))
         dtype_bytes("dtype", self.dtype)
         dtype_bytes("mamba_ssm_dtype", self.mamba_ssm_dtype)
+
+    def vllm_rules(self) -> VllmRules:
+        """The accounting rules of the vLLM release the vllm layouts follow."""
+        if self.vllm_version is not None:
+            return VllmRules.for_version(self.vllm_version)
+        return VllmRules.for_version(LOG_FORMAT_VERSIONS[self.vllm_log or "current"])
 
     def cache_options(self, model_dtype_bytes: int) -> CacheOptions:
         weights = dtype_bytes("dtype", self.dtype) or model_dtype_bytes

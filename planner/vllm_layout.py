@@ -19,34 +19,37 @@ from hkv.planner.paged_layer import (
 )
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.pool_sizing import StateBlocks, size_pool, to_kv_groups
+from hkv.planner.vllm_rules import DEFAULT_VLLM_VERSION, MAMBA_ALL_MODE_FAMILIES, VllmRules
 
 _MIN_KERNEL_BLOCK = 16  # FlashAttention's MultipleOf(16)
 _MLA_MIN_BLOCK = 128
 
 
 def vllm_group_size(counts: list[int]) -> int:
-    """min layer count per bucket, or the max when max < 1.5 x min (PR #29303)."""
-    smallest, largest = min(counts), max(counts)
-    return largest if largest < 1.5 * smallest else smallest
+    """The newest release's group size (see VllmRules.group_size)."""
+    return VllmRules.for_version(DEFAULT_VLLM_VERSION).group_size(counts)
 
 
 def in_flight_tokens(cfg: PlanConfig, max_num_batched_tokens: int) -> int:
-    """T: current vLLM = max_concurrent_batches x mnbt; on CUDA the V2 model runner with async
-    scheduling keeps pp + 1 batches in flight (VllmConfig.max_concurrent_batches); legacy = mnbt."""
-    if cfg.vllm_log == "legacy":
+    """T: from vLLM 0.26 max_concurrent_batches x mnbt (on CUDA the V2 model runner with async
+    scheduling keeps pp + 1 batches in flight); before, one batch."""
+    if not cfg.vllm_rules().in_flight_batches:
         return max_num_batched_tokens
     return (cfg.pp + 1) * max_num_batched_tokens
 
 
-def mamba_state_blocks(cfg: PlanConfig) -> StateBlocks:
+def mamba_state_blocks(cfg: PlanConfig, prefix_caching: bool) -> StateBlocks:
     """State blocks a request holds (MambaSpec.max_memory_usage_bytes / page): mode "none"
     (prefix caching off) 1; align mode 2 live states, + 1 prefill checkpoint for Mamba2 layers in
-    current vLLM (MambaMixer2 sets num_prefill_checkpoint_blocks; Mamba1, GDN, lightning and KDA
-    layers do not); both + one per speculative token (num_speculative_blocks)."""
+    vLLM 0.32 (MambaMixer2 sets num_prefill_checkpoint_blocks; Mamba1, GDN, lightning, KDA and
+    short-conv layers do not); both + one per speculative token from vLLM 0.15."""
+    rules = cfg.vllm_rules()
+    spec_blocks = cfg.speculative_tokens if rules.speculative_state_blocks else 0
+
     def blocks(spec: StateCacheSpec) -> int:
-        if not cfg.enable_prefix_caching:
-            return 1 + cfg.speculative_tokens
-        return (3 if cfg.vllm_log == "current" and spec.variant == "mamba2" else 2) + cfg.speculative_tokens
+        if not prefix_caching:
+            return 1 + spec_blocks
+        return (3 if rules.mamba2_checkpoint_block and spec.variant == "mamba2" else 2) + spec_blocks
     return blocks
 
 
@@ -65,6 +68,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
                       hybrid: bool = True) -> Layout:
     """Raises LayoutUnavailableError where vLLM would refuse (no HMA with recurrent layers)."""
     opts = cfg.cache_options(model.dtype_bytes)
+    rules = cfg.vllm_rules()
     entries = owned_cache_layers(model, opts, engine_windows=True)
     _check_stages_own_cache(model, entries, cfg.pp)
     max_len = cfg.max_model_len or model.max_model_len
@@ -72,8 +76,23 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
     notes: list[str] = []
     kinds = {spec.kind for _, spec in entries}
     has_state = CacheKind.RECURRENT in kinds
+    if not rules.serves(model.family):
+        raise LayoutUnavailableError(f"vLLM {rules.name} has no model class for {model.family}",
+                                     fields=("vllm_version",))
     if not hybrid and has_state:
         raise LayoutUnavailableError("vLLM requires the hybrid KV cache manager for recurrent layers")
+    prefix_caching = rules.prefix_caching(cfg.enable_prefix_caching, has_state=has_state,
+                                          attention_free=has_state and kinds == {CacheKind.RECURRENT})
+    if has_state and prefix_caching and rules.mamba_all_mode_default and model.family in MAMBA_ALL_MODE_FAMILIES:
+        raise LayoutUnavailableError(
+            f"vLLM {rules.name} keeps a {model.family} state per block under prefix caching (mamba_cache_mode "
+            "'all'), which hkv does not model; plan with --no-prefix-caching or --vllm-version 0.28.0 or later",
+            fields=("vllm_version", "enable_prefix_caching"))
+    if hybrid and rules.chunked_disables_hybrid_manager and CacheKind.CHUNKED in kinds:
+        # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaulted to 0: chunked layers cached as full.
+        notes.append("There is a latency regression when using chunked local attention with the hybrid KV "
+                     "cache manager. Disabling it, by default.")
+        hybrid = False
     promote = not hybrid and CacheKind.FULL in kinds and bool(kinds & {CacheKind.SLIDING, CacheKind.CHUNKED})
 
     block_size = cfg.block_size
@@ -96,7 +115,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
                              f"to ensure that mamba page size and attention page size are exactly equal.")
 
     layers = attention_page_layers(entries, block_size, promote_local=promote)
-    state_block_size = block_size if cfg.enable_prefix_caching else max_len
+    state_block_size = block_size if prefix_caching else max_len
     for layer, spec in entries:
         if isinstance(spec, StateCacheSpec):
             assert state_page is not None
@@ -105,9 +124,9 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
     order = {layer.name: i for i, (layer, _) in enumerate(entries)}
     layers.sort(key=lambda pl: order[pl.name])
 
-    groups = _group(layers, notes)
+    groups = _group(layers, notes, rules)
     pool = size_pool(0, "shared", groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)
-    kv_groups = to_kv_groups(groups, 0, mamba_state_blocks(cfg))
+    kv_groups = to_kv_groups(groups, 0, mamba_state_blocks(cfg, prefix_caching))
     return Layout(name, tuple(kv_groups), (pool,) if kv_groups else (), max_len,
                   in_flight_tokens(cfg, budget.max_num_batched_tokens), budget.available_bytes,
                   tuple(notes), pp_size=cfg.pp)
@@ -125,7 +144,7 @@ def _check_stages_own_cache(model: ModelSpec, entries: list, pp: int) -> None:
                                      f"KV cache (all KV-shared)", fields=("pp",))
 
 
-def _group(layers: list[PagedLayer], notes: list[str]) -> list[list[PagedLayer]]:
+def _group(layers: list[PagedLayer], notes: list[str], rules: VllmRules) -> list[list[PagedLayer]]:
     if not layers:
         return []
     first = layers[0]
@@ -134,7 +153,7 @@ def _group(layers: list[PagedLayer], notes: list[str]) -> list[list[PagedLayer]]
     if _uniform_type(layers):
         return [layers]
     buckets = bucket_by_spec(unify_page_sizes(layers))
-    group_size = vllm_group_size([len(b) for b in buckets])
+    group_size = rules.group_size([len(b) for b in buckets])
     groups = []
     for bucket in buckets:
         if len(bucket) % group_size:

@@ -17,6 +17,7 @@ from hkv.runtime.verify.sustained_search import SustainedSearch
 from hkv.runtime.verify.vllm_engine_args import EngineSettings
 from hkv.runtime.verify.vllm_startup_log import NOTE_KEYS, StartupLog
 from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
 from hkv.planner.plan import LayoutReport
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def verify_checks(report: LayoutReport, settings: EngineSettings, engine: dict[s
     preemptions vLLM counted at its first unclean N (sustained + 1), None when the search was
     capped by max_num_seqs (no such run)."""
     layout = report.layout
-    predicted_line = vllm_log_lines(layout, "current", settings.device_name)[0]
+    predicted_line = vllm_log_lines(layout, CURRENT_LOG_FORMAT, settings.device_name)[0]
     predicted_notes = sorted(n for n in layout.notes if any(key in n for key in NOTE_KEYS))
     limit = _measurement_limit(search, request_lens, engine)
     checks = [

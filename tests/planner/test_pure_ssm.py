@@ -1,9 +1,12 @@
 """Pure state-space models (Mamba2, Mamba, Falcon-Mamba) plan from transformers' default configs
 (issue 11): every layer one recurrent state, bytes by hand, vLLM 0.32's state blocks per request.
 
-vLLM 0.32 serves them through MambaModelConfig: with prefix caching on, "align" mode and a Mamba
-block of --block-size tokens, like the hybrids; a Mamba2 layer keeps 2 live states + 1 prefill
-checkpoint per request, a Mamba1 layer 2 (MambaMixer2 alone sets num_prefill_checkpoint_blocks).
+vLLM 0.32 leaves prefix caching off for attention-free models by default
+(ModelConfig.is_prefix_caching_supported: "Attention free models do not support prefix caching"):
+mode "none", one state block of max_model_len tokens per request. Enabled by hand, "align" mode
+and a Mamba block of --block-size tokens, like the hybrids: a Mamba2 layer keeps 2 live states + 1
+prefill checkpoint per request, a Mamba1 layer 2 (MambaMixer2 alone sets
+num_prefill_checkpoint_blocks).
 Their configs name no max length, so vLLM assumes 2,048 tokens (ModelConfig's default_max_len).
 """
 
@@ -37,7 +40,10 @@ def test_pure_ssm_plans(tmp_path, config_name, num_layers, state_bytes, state_bl
     spec = load_model_spec(str(tmp_path))
     assert spec.max_model_len == 2048
     assert len(spec.cache_layers) == num_layers and {type(c).__name__ for c in spec.cache_layers} == {"RecurrentDesc"}
-    result = plan(spec, PlanConfig(gpu="h100"))
+    by_default = plan(spec, PlanConfig(gpu="h100")).reports["vllm"].layout
+    assert [(g.kind.value, g.num_layers, g.block_size) for g in by_default.groups] == [("recurrent", num_layers, 2048)]
+    assert by_default.blocks_per_request(2048) == (1,)
+    result = plan(spec, PlanConfig(gpu="h100", enable_prefix_caching=True))
     vllm = result.reports["vllm"].layout
     assert [(g.kind.value, g.num_layers, g.block_size) for g in vllm.groups] == [("recurrent", num_layers, 16)]
     assert vllm.groups[0].spec.state_bytes == state_bytes

@@ -3,8 +3,11 @@ log and hand arithmetic (issue 11).
 
 The public log: vLLM 0.24.0 serving Qwen3.6-35B-A3B with fp8 KV, max_model_len 131,072 and
 5.98 GiB of KV memory printed "GPU KV cache size: 567,978 tokens" and "Maximum concurrency for
-131,072 tokens per request: 4.33x". 0.24.0 already prints int(concurrency x max_model_len):
-567,978 / 131,072 = 4.3333.
+131,072 tokens per request: 4.33x" on two lines. 0.24.0 already prints int(concurrency x
+max_model_len): 567,978 / 131,072 = 4.3333. vLLM 0.24 leaves prefix caching off for hybrid models
+by default (ModelConfig.is_prefix_caching_supported), which holds one GDN state per request and
+gives 4.53x; the logged 4.33x is the "align" mode of --enable-prefix-caching (two states), so that
+run had prefix caching enabled. The same holds for the 0.20.2 MTP log below.
 """
 
 import json
@@ -27,22 +30,48 @@ STATE_BYTES = 49_152 + 2_097_152
 BLOCK_TOKENS = 2096
 
 
-def _plan(name_or_dir, kv_gib: float):
+def _plan(name_or_dir, kv_gib: float, **options):
     cfg = PlanConfig(available_kv_memory_bytes=int(kv_gib * GIB), kv_cache_dtype="fp8", max_model_len=131072,
-                     primary_layout="vllm")
+                     primary_layout="vllm", **options)
     return plan(load_model_spec(name_or_dir), cfg)
 
 
-def test_the_catalog_config_reproduces_the_public_0_24_log():
-    result = _plan("qwen3.6-35b-a3b", 5.98)
+LOG_0_24 = ("GPU KV cache size: 567,978 tokens", "Maximum concurrency for 131,072 tokens per request: 4.33x")
+
+
+@pytest.mark.parametrize("kv_gib", [5.977, 5.98, 5.985])  # the log's "5.98 GiB", rounded to 0.01
+def test_the_catalog_config_reproduces_the_public_0_24_log(kv_gib):
+    # 2,096-token attention block of 10 layers x 1,024 B + 3 GDN groups of 10 states: a block is
+    # 40 pages of 2,146,304 B; 5.98 GiB holds 299 of them. A request: cdiv(131,072, 2,096) = 63
+    # attention blocks + 3 x 2 states = 69; 299 / 69 = 4.3333 -> int(4.3333 x 131,072) = 567,978.
+    # 299 blocks need 6,417,448,960 B = 5.9767 GiB: every budget from there to 5.985 GiB prints the
+    # log's numbers (below it, 298 blocks).
+    result = _plan("qwen3.6-35b-a3b", kv_gib, vllm_version="0.24.0", enable_prefix_caching=True)
     vllm = result.reports["vllm"]
     kinds = [g.kind.value for g in vllm.layout.groups]
     assert sorted(kinds) == ["full", "recurrent", "recurrent", "recurrent"]  # 30 GDN in 3 groups of 10
     assert {g.block_size for g in vllm.layout.groups if g.kind.value == "full"} == {BLOCK_TOKENS}
     state = next(g for g in vllm.layout.groups if g.kind.value == "recurrent").spec
     assert state.state_bytes == STATE_BYTES
-    assert vllm.log_lines == ("GPU KV cache size: 567,978 tokens, Maximum concurrency for 131,072 tokens "
-                              "per request: 4.33x",)
+    assert vllm.layout.pools[0].num_blocks == 299 and sum(vllm.layout.blocks_per_request(131072)) == 69
+    assert vllm.log_lines == LOG_0_24
+
+
+def test_vllm_0_24_defaults_to_no_prefix_caching_for_hybrids():
+    # Mode "none": one GDN state per request: 63 + 3 = 66 blocks; 299 / 66 = 4.5303 x 131,072 = 593,795.
+    vllm = _plan("qwen3.6-35b-a3b", 5.98, vllm_version="0.24.0").reports["vllm"]
+    assert sum(vllm.layout.blocks_per_request(131072)) == 66
+    assert vllm.log_lines == ("GPU KV cache size: 593,795 tokens",
+                              "Maximum concurrency for 131,072 tokens per request: 4.53x")
+    # vLLM 0.32 turns prefix caching on for hybrids by default and prints one line.
+    current = _plan("qwen3.6-35b-a3b", 5.98).reports["vllm"]
+    assert current.log_lines == (", ".join(LOG_0_24),)
+
+
+def test_vllm_before_0_17_does_not_serve_qwen3_5():
+    cfg = PlanConfig(available_kv_memory_bytes=int(5.98 * GIB), kv_cache_dtype="fp8", vllm_version="0.16.0")
+    result = plan(load_model_spec("qwen3.6-35b-a3b"), cfg)
+    assert "vllm" not in result.reports and "no model class for qwen3_5_moe_text" in result.skipped["vllm"]
 
 
 def test_transformers_default_configs_plan(tmp_path):
@@ -90,14 +119,16 @@ def test_mtp_speculative_decoding_reproduces_the_public_0_20_2_log():
     # - a request holds cdiv(262,144, 2,128) = 124 full blocks and, per GDN group, 2 live states
     #   + 2 speculative ones: 124 + 3 x 4 = 136; 2,982 / 136 = 21.93x, x 262,144 = 5,747,892.
     cfg = PlanConfig(available_kv_memory_bytes=int(66.58 * GIB), kv_cache_dtype="fp8", max_model_len=262144,
-                     max_num_batched_tokens=65536, max_num_seqs=8, speculative_tokens=2, primary_layout="vllm")
+                     max_num_batched_tokens=65536, max_num_seqs=8, speculative_tokens=2, primary_layout="vllm",
+                     vllm_version="0.20.2", enable_prefix_caching=True)
     vllm = plan(load_model_spec("qwen3.6-35b-a3b"), cfg).reports["vllm"]
     layout = vllm.layout
     assert [(g.kind.value, g.num_layers) for g in layout.groups] == [("recurrent", 10)] * 3 + [("full", 11)]
     assert layout.padding_slots() == 3 and {g.block_size for g in layout.groups} == {2128}
     assert layout.pools[0].num_blocks == 2982 and sum(layout.blocks_per_request(262144)) == 136
-    assert vllm.log_lines == ("GPU KV cache size: 5,747,892 tokens, Maximum concurrency for 262,144 tokens "
-                              "per request: 21.93x",)
+    assert "Add 3 padding layers, may waste at most 10.00% KV cache memory" in layout.notes
+    assert vllm.log_lines == ("GPU KV cache size: 5,747,892 tokens",
+                              "Maximum concurrency for 262,144 tokens per request: 21.93x")
 
 
 def test_without_speculative_tokens_the_mtp_layer_has_no_cache():

