@@ -9,8 +9,8 @@ import typer
 from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt,
-    LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DraftLayersOpt, DtypeOpt, GpuMemoryOpt, GpuOpt,
+    KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt,
     SpecTokensOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt, VllmVersionOpt, assumed_note,
 )
 from hkv.cli.render_plan import render_plan
@@ -33,6 +33,7 @@ def plan_command(
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
     max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None, output_len: OutputLenOpt = None,
     hkv_prefill_chunk_len: ChunkOpt = None, speculative_tokens: SpecTokensOpt = None,
+    draft_layers: DraftLayersOpt = None,
     vllm_log: VllmLogOpt = None, vllm_version: VllmVersionOpt = None,
     expected_avg_seq_len: AvgLenOpt = None,
     concurrency: ConcurrencyOpt = None, no_prefix_caching: NoPrefixOpt = False,

@@ -67,6 +67,9 @@ ChunkOpt = Annotated[int | None, typer.Option(
 SpecTokensOpt = Annotated[int | None, typer.Option(
     "--speculative-tokens", help="draft tokens per step (vLLM num_speculative_tokens); the config's MTP "
                                  "layers then join the KV cache groups [default: 0]")]
+DraftLayersOpt = Annotated[int | None, typer.Option(
+    "--draft-layers", help="EAGLE: full-attention draft layers (shaped like the model's own) that join the KV "
+                           "cache groups under --speculative-tokens, in place of the config's MTP layers")]
 VllmLogOpt = Annotated[VllmLog | None, typer.Option(  # type: ignore[valid-type]
     "--vllm-log", help=f"shorthand for --vllm-version: current = {LOG_FORMAT_VERSIONS['current']}, legacy = "
                        f"{LOG_FORMAT_VERSIONS['legacy']} (the last two-line, block-count capacity log)")]
@@ -110,6 +113,7 @@ class PlanOptions:
     output_len: int | None = None
     hkv_prefill_chunk_len: int | None = None
     speculative_tokens: int | None = None
+    draft_layers: int | None = None
     vllm_log: Enum | None = None
     vllm_version: str | None = None
     expected_avg_seq_len: str | None = None  # tokens, as typed (the env var's rules)
@@ -147,6 +151,7 @@ class PlanOptions:
             output_len=self.output_len,
             hkv_prefill_chunk_len=_given(self.hkv_prefill_chunk_len, d.hkv_prefill_chunk_len),
             speculative_tokens=_given(self.speculative_tokens, d.speculative_tokens),
+            draft_layers=self.draft_layers,
             vllm_log=_value(self.vllm_log), vllm_version=self.vllm_version,
             expected_avg_seq_len=expected_avg_seq_len_from_env() if self.expected_avg_seq_len is None
             else parse_positive_int(self.expected_avg_seq_len, name=flag_of("expected_avg_seq_len")),

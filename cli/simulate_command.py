@@ -14,10 +14,9 @@ from hkv.cli.choices import ALL_LAYOUTS, SimulateLayout
 from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.output import OutputFormat, note, stderr_console, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt, MaxLenOpt,
-    MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt, SpecTokensOpt, SsmDtypeOpt, TpOpt,
-    UtilOpt,
-    VllmLogOpt, VllmVersionOpt, assumed_note,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, DraftLayersOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt,
+    MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt, SpecTokensOpt,
+    SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt, VllmVersionOpt, assumed_note,
 )
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.block_fit import check_pools_hold_a_block
@@ -54,6 +53,7 @@ def simulate_command(
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
     max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None, output_len: OutputLenOpt = None,
     hkv_prefill_chunk_len: ChunkOpt = None, speculative_tokens: SpecTokensOpt = None,
+    draft_layers: DraftLayersOpt = None,
     vllm_log: VllmLogOpt = None, vllm_version: VllmVersionOpt = None,
     expected_avg_seq_len: AvgLenOpt = None,
     no_prefix_caching: NoPrefixOpt = False, enable_prefix_caching: PrefixOpt = False,

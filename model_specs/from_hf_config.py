@@ -13,12 +13,12 @@ from typing import Any
 from hkv.model_specs.architecture_check import check_architecture
 from hkv.model_specs.attention_dims import attention_desc, attention_dims
 from hkv.model_specs.config_view import ConfigView, merge_text_config
+from hkv.model_specs.draft_layers import full_attention_drafts
 from hkv.model_specs.dtypes import DEFAULT_DTYPE_BYTES, dtype_bytes
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.family_defaults import QUIET_DEFAULT_KEYS, defaults_for, family_of
 from hkv.model_specs.kv_sharing import kv_share_targets
 from hkv.model_specs.layer_classify import classify_layers
-from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer, RecurrentDesc
 from hkv.model_specs.layer_kinds import SSM_ONLY_FAMILIES, LayerKind
 from hkv.model_specs.model_spec import ModelSpec
@@ -85,15 +85,13 @@ MTP_LAYER_KEYS = ("mtp_num_hidden_layers", "num_nextn_predict_layers")
 
 def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_layers: int) -> tuple[CacheLayer, ...]:
     """The MTP layers' caches, used only under speculative decoding (vLLM's drafter then
-    registers them with the target's layers): each a full-attention layer shaped like the
-    model's own full-attention layers, numbered after them. () when the config has none or the
-    model has no full-attention layer to copy."""
+    registers them with the target's layers); () when the config has none or the model has no
+    full-attention layer to copy."""
     num_mtp = next((view.int_value(k) for k in MTP_LAYER_KEYS if view.get(k)), 0)
-    full = next((layer for layer in layers if isinstance(layer, AttentionDesc) and layer.kind is CacheKind.FULL
-                 and layer.kv_shared_with is None), None)
-    if not num_mtp or full is None:
+    try:
+        return full_attention_drafts(layers, num_layers, num_mtp)
+    except InvalidConfigError:
         return ()
-    return tuple(replace(full, layer_idx=num_layers + i) for i in range(num_mtp))
 
 
 def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],

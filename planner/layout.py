@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from hkv.model_specs.cache_spec import CacheKind, LayerCacheSpec
+from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, LayerCacheSpec
 
 
 def cdiv(a: int, b: int) -> int:
@@ -51,7 +51,7 @@ class KVCacheGroup:
     layer_ids: tuple[int, ...]
     spec: LayerCacheSpec
     block_size: int  # tokens per block (recurrent: tokens between state checkpoints)
-    page_size_bytes: int  # one layer slot of one block, padding included
+    page_size_bytes: int  # one layer slot of one block, padding included (mean of a mixed uniform-type group)
     pool_id: int = 0
     num_state_blocks: int | None = None
     bound: BlockBound = BlockBound.VLLM
@@ -82,8 +82,14 @@ class KVCacheGroup:
         return min(cdiv(num_tokens, self.block_size), bound)
 
     def ideal_bytes(self, seq_len: int) -> int:
-        """Bytes this group's layers must keep for one request: kept tokens or one state each."""
-        return self.num_layers * self.spec.ideal_bytes(seq_len)
+        """Bytes this group's layers must keep for one request: kept tokens or one state each. A
+        uniform-type group of mixed head sizes keeps its mean bytes per token (page_size_bytes)."""
+        per_layer = self.spec.ideal_bytes(seq_len)
+        if isinstance(self.spec, AttentionCacheSpec):
+            head_page = self.spec.bytes_per_token * self.block_size
+            if head_page != self.page_size_bytes:
+                return self.num_layers * per_layer * self.page_size_bytes // head_page
+        return self.num_layers * per_layer
 
 
 def _full_blocks(g: KVCacheGroup, seq_len: int, t: int) -> int:

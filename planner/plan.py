@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from hkv.model_specs.draft_layers import full_attention_drafts
+from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.capacity import Capacity, vllm_log_lines
 from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
@@ -49,9 +51,21 @@ class Plan:
         return self.reports[self.config.primary_layout]
 
 
+def with_draft_layers(model: ModelSpec, cfg: PlanConfig) -> ModelSpec:
+    """`model` with cfg.draft_layers EAGLE draft layers in place of the config's MTP layers."""
+    if cfg.draft_layers is None:
+        return model
+    try:
+        drafts = full_attention_drafts(model.cache_layers, model.num_hidden_layers, cfg.draft_layers)
+    except InvalidConfigError as err:
+        raise InvalidInputError(f"draft_layers: {err}", fields=("draft_layers",)) from None
+    return replace(model, draft_layers=drafts)
+
+
 def build_layout(name: str, model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) -> Layout:
-    """One layout by name; raises LayoutUnavailableError where the strategy cannot apply."""
-    layout = BUILDERS[name](model, cfg, budget)
+    """One layout by name; raises LayoutUnavailableError where the strategy cannot apply, and
+    InvalidInputError for --draft-layers on a model without full attention to copy."""
+    layout = BUILDERS[name](with_draft_layers(model, cfg), cfg, budget)
     layout.check_integrity()
     return layout
 

@@ -51,6 +51,7 @@ class PlanConfig:
     output_len: int | None = None  # sustained figure: output tokens of a max-length request; None: len // 8
     hkv_prefill_chunk_len: int = DEFAULT_HKV_PREFILL_CHUNK_LEN  # `hkv` layout: prompt tokens per request per step
     speculative_tokens: int = 0  # draft tokens per step (vLLM num_speculative_tokens); MTP layers join
+    draft_layers: int | None = None  # EAGLE: full-attention draft layers, in place of the config's MTP layers
     vllm_version: str | None = None  # the release the vllm layouts follow; None: vllm_log's, else the newest
     vllm_log: Literal["current", "legacy"] | None = None  # shorthand: current 0.32.0, legacy 0.20.0
     expected_avg_seq_len: int | None = None  # partitioned split; None: env var, else max_model_len
@@ -64,6 +65,11 @@ class PlanConfig:
         if self.speculative_tokens < 0:
             raise InvalidInputError(f"speculative_tokens must be >= 0, got {self.speculative_tokens}",
                                     fields=("speculative_tokens",))
+        if self.draft_layers is not None and (self.draft_layers < 1 or not self.speculative_tokens):
+            raise InvalidInputError(
+                f"draft_layers must be a positive count and needs speculative_tokens > 0, got draft_layers "
+                f"{self.draft_layers} with speculative_tokens {self.speculative_tokens}",
+                fields=("draft_layers", "speculative_tokens"))
         for name in ("max_model_len", "max_num_batched_tokens", "expected_avg_seq_len", "output_len"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))

@@ -25,12 +25,19 @@ def to_kv_groups(groups: list[list[PagedLayer]], pool_id: int, state_blocks: Sta
             layer_ids=tuple(m.layer_idx for m in members),
             spec=head.spec,
             block_size=head.block_size,
-            page_size_bytes=head.page_size_bytes,
+            page_size_bytes=_slot_bytes(members),
             pool_id=pool_id,
             num_state_blocks=state_blocks(spec) if isinstance(spec, StateCacheSpec) and state_blocks else None,
             bound=bound,
         ))
     return out
+
+
+def _slot_bytes(members: list[PagedLayer]) -> int:
+    """One layer slot of a block; a vLLM UniformTypeKVCacheSpecs group (one kind, layers of different
+    head sizes: Gemma 4 without the hybrid manager) has no single page, so the mean over its layers."""
+    pages = {m.page_size_bytes for m in members}
+    return members[0].page_size_bytes if len(pages) == 1 else sum(m.page_size_bytes for m in members) // len(members)
 
 
 def bytes_per_block_by_stage(groups: list[list[PagedLayer]], num_hidden_layers: int,

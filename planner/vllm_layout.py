@@ -88,10 +88,14 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
             f"vLLM {rules.name} keeps a {model.family} state per block under prefix caching (mamba_cache_mode "
             "'all'), which hkv does not model; plan with --no-prefix-caching or --vllm-version 0.28.0 or later",
             fields=("vllm_version", "enable_prefix_caching"))
-    if hybrid and rules.chunked_disables_hybrid_manager and CacheKind.CHUNKED in kinds:
-        # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaulted to 0: chunked layers cached as full.
-        notes.append("There is a latency regression when using chunked local attention with the hybrid KV "
-                     "cache manager. Disabling it, by default.")
+    if hybrid and CacheKind.CHUNKED in kinds and (cfg.draft_layers or rules.chunked_disables_hybrid_manager):
+        # Chunked local attention + EAGLE never has the hybrid manager (VllmConfig); 0.10.1-0.13
+        # also defaulted VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE to 0. Chunked layers are
+        # then cached as full attention.
+        if not cfg.draft_layers:
+            notes.append("There is a latency regression when using chunked local attention with the hybrid KV "
+                         "cache manager. Disabling it, by default. To enable it, set the environment "
+                         "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1.")
         hybrid = False
     promote = not hybrid and CacheKind.FULL in kinds and bool(kinds & {CacheKind.SLIDING, CacheKind.CHUNKED})
 
