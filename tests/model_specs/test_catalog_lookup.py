@@ -26,8 +26,8 @@ def test_lookup(query: str, expected: str) -> None:
 
 
 def test_catalog_ships_all_29_reference_configs() -> None:
-    assert len(catalog_names()) == 30
-    assert len(list(CATALOG_DIR.glob("*.json"))) == 30
+    assert len(catalog_names()) == 34
+    assert len(list(CATALOG_DIR.glob("*.json"))) == 34
     assert all(e.model_id for e in catalog_entries())
 
 

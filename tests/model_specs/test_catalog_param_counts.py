@@ -30,6 +30,6 @@ def test_qwen3_8b() -> None:
 def test_published_totals_are_close() -> None:
     # Published (model cards) totals, to 1 %: the analytic counts mirror transformers' modules.
     published = {"bamba-9b": 9.78e9, "deepseek-v3": 671e9, "minimax-m1": 456e9, "glm-4.5-air": 106e9,
-                 "qwen3-next-80b-a3b": 80e9, "jamba-v0.1": 52e9}
+                 "qwen3-next-80b-a3b": 80e9, "jamba-v0.1": 52e9, "lfm2-1.2b": 1.17e9, "lfm2-8b-a1b": 8.3e9}
     for name, total in published.items():
         assert abs(load_model_spec(name).num_params / total - 1) < 0.01, name

@@ -77,6 +77,7 @@ MAMBA_TYPE = {
     "gdn": MambaAttentionBackendEnum.GDN_ATTN,
     "kda": MambaAttentionBackendEnum.GDN_ATTN,
     "lightning": MambaAttentionBackendEnum.LINEAR,
+    "short_conv": MambaAttentionBackendEnum.SHORT_CONV,
 }
 
 # num_prefill_checkpoint_blocks per recurrent variant in vLLM 0.32 (see the module docstring).
@@ -355,8 +356,11 @@ def group_view(g: KVCacheGroupSpec) -> dict[str, object]:
         kind = CacheKind.CHUNKED
     else:
         kind = CacheKind.FULL
-    page = (max(s.page_size_bytes for s in spec.kv_cache_specs.values())
-            if isinstance(spec, UniformTypeKVCacheSpecs) else spec.page_size_bytes)
+    # A UniformType group of mixed head sizes (Gemma 4 without the hybrid manager) has no single
+    # page: compare the mean slot, as hkv's KVCacheGroup.page_size_bytes defines it.
+    pages = ([s.page_size_bytes for s in spec.kv_cache_specs.values()]
+             if isinstance(spec, UniformTypeKVCacheSpecs) else [spec.page_size_bytes])
+    page = pages[0] if len(set(pages)) == 1 else sum(pages) // len(pages)
     return {"kind": kind, "layers": tuple(g.layer_names), "block_size": spec.block_size,
             "page_size_bytes": page}
 

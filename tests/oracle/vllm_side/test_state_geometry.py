@@ -7,7 +7,8 @@ transformers' defaults), and vLLM's own model class computes the per-rank state:
 config hook (`MODELS_CONFIG_MAP`, e.g. NemotronH's float32 SSM default) with
 mamba_cache_dtype = mamba_ssm_cache_dtype = "auto". The test asserts that hkv's StateCacheSpec
 of the same rank has the same bytes, the same tensors (dims compared order-free: vLLM orients
-the conv state by VLLM_SSM_CONV_STATE_LAYOUT) and the same dtypes.
+the conv state by VLLM_SSM_CONV_STATE_LAYOUT) and the same dtypes. The same comparison runs on
+the default config of every recurrent family vLLM 0.32 serves (issue 11), at TP 1 and 2.
 """
 
 from __future__ import annotations
@@ -99,3 +100,69 @@ def test_state_shapes_and_dtypes(name: str, tp: int) -> None:
     assert mine == theirs, f"hkv {ours.shapes} vs vLLM {shapes}"
     assert list(ours.dtype_bytes) == [d.itemsize for d in dtypes], f"hkv {ours.dtype_bytes} vs vLLM {dtypes}"
     assert ours.state_bytes == vllm_bytes
+
+
+# transformers' default config of each recurrent family vLLM 0.32 serves (with the keys its vLLM
+# model class reads but the default lacks), and the vLLM architecture that serves it.
+FAMILY_DEFAULTS = {
+    "zamba2": ({}, "Zamba2ForCausalLM"),
+    "lfm2": ({"layer_types": ["conv", "full_attention"] * 16, "conv_dim": 2560}, "Lfm2ForCausalLM"),
+    "lfm2_moe": ({"layer_types": ["conv", "full_attention"] * 16}, "Lfm2MoeForCausalLM"),
+    "mamba2": ({}, "Mamba2ForCausalLM"),
+    "mamba": ({}, "MambaForCausalLM"),
+    "falcon_mamba": ({}, "FalconMambaForCausalLM"),
+}
+# transformers 5.23's BailingHybridConfig defaults (this venv's transformers predates the class),
+# the keys both readers need; vLLM serves it as BailingMoeV3 (KDA + MLA).
+BAILING_HYBRID = {
+    "model_type": "bailing_hybrid", "hidden_size": 2560, "intermediate_size": 6144, "num_hidden_layers": 12,
+    "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 64, "vocab_size": 157184,
+    "model_max_length": 262144, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "short_conv_kernel_size": 4,
+    "linear_num_heads": 32, "linear_head_dim": 128, "no_kda_lora": True,
+    "layer_types": (["linear_attention"] * 5 + ["full_attention"]) * 2,
+}
+
+
+def _family_config(family: str):
+    if family == "bailing_hybrid":
+        from transformers import PretrainedConfig
+        return PretrainedConfig(**BAILING_HYBRID), BAILING_HYBRID, "BailingMoeV3ForCausalLM"
+    overrides, arch = FAMILY_DEFAULTS[family]
+    hf = AutoConfig.for_model(family, **overrides)
+    return hf, hf.to_dict(), arch
+
+
+def vllm_family_state(hf, arch: str, dtype_bytes: int, tp: int):
+    model_cls = ModelRegistry._try_load_model_cls(arch)
+    assert model_cls is not None, f"vLLM 0.32 has no {arch}"
+    vc = VllmConfig()
+    stub = ob.StubModelConfig(architecture=arch, dtype=ob.TORCH_DTYPE[dtype_bytes], max_model_len=4096,
+                              use_mla=False, num_kv_heads=1, head_size=1, is_hybrid=True)
+    stub.hf_config = stub.hf_text_config = hf
+    vc.model_config = stub  # type: ignore[assignment]
+    vc.parallel_config.tensor_parallel_size = tp
+    vc.cache_config.mamba_cache_dtype = "auto"
+    vc.cache_config.mamba_ssm_cache_dtype = "auto"
+    hook = MODELS_CONFIG_MAP.get(arch)
+    if hook is not None:
+        hook.verify_and_update_config(vc)
+    try:
+        shapes = model_cls.get_mamba_state_shape_from_config(vc)
+    except AssertionError as err:
+        pytest.skip(f"vLLM refuses TP {tp}: {err}")
+    return shapes, model_cls.get_mamba_state_dtype_from_config(vc)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+@pytest.mark.parametrize("family", sorted(FAMILY_DEFAULTS) + ["bailing_hybrid"])
+def test_family_default_state_equals_vllm(family: str, tp: int) -> None:
+    from hkv.model_specs.from_hf_config import from_hf_config
+
+    hf, raw, arch = _family_config(family)
+    m = from_hf_config(raw, family)
+    shapes, dtypes = vllm_family_state(hf, arch, m.dtype_bytes, tp)
+    ours = hkv_state(m, tp)
+    assert [tuple(sorted(x)) for x in ours.shapes] == [tuple(sorted(x)) for x in shapes], \
+        f"hkv {ours.shapes} vs vLLM {shapes}"
+    assert list(ours.dtype_bytes) == [d.itemsize for d in dtypes]
+    assert ours.state_bytes == sum(math.prod(x) * d.itemsize for x, d in zip(shapes, dtypes))
