@@ -65,6 +65,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "weights_exact": model.weights_bytes_exact is not None,
         },
         "config": asdict(plan.config),
+        "vllm_version": plan.config.vllm_rules().name,  # the release the vllm layouts follow
         "budget": {**asdict(plan.budget), "requested_bytes": plan.budget.requested_bytes},
         "primary_layout": plan.config.primary_layout,
         "layouts": {name: layout_to_dict(report) for name, report in plan.reports.items()},

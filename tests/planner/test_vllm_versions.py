@@ -76,3 +76,23 @@ def test_hybrid_state_blocks_follow_the_release_default():
         layout = _vllm("nemotron-h-8b-base-8k", vllm_version=version).reports["vllm"].layout
         return {b for g, b in zip(layout.groups, layout.blocks_per_request(8192)) if g.kind.value == "recurrent"}
     assert [state_blocks(v) for v in ("0.25.1", "0.28.0", "0.32.0")] == [{1}, {2}, {3}]
+
+
+def test_cli_names_the_release_and_prints_its_log_lines():
+    import json
+
+    from typer.testing import CliRunner
+
+    from hkv.cli.main import app
+    result = CliRunner().invoke(app, ["plan", "qwen3.6-35b-a3b", "--kv-cache-dtype", "fp8", "--vllm-version", "0.24",
+                                      "--max-model-len", "131072", "--available-kv-memory", "5.98GiB",
+                                      "--enable-prefix-caching", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["vllm_version"] == "0.24.0"
+    assert doc["layouts"]["vllm"]["log_lines"] == ["GPU KV cache size: 567,978 tokens",
+                                                   "Maximum concurrency for 131,072 tokens per request: 4.33x"]
+    bad = CliRunner().invoke(app, ["plan", "qwen3.6-35b-a3b", "--vllm-version", "0.9.2"])
+    assert bad.exit_code != 0 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == [
+        "hkv: error: --vllm-version 0.9.2 is outside the releases hkv models (0.10.0 to 0.32.0); pass one of those"]
