@@ -70,6 +70,14 @@ CASES = {
     # Kimi-Linear: 1-based full_attn_layers [4, 8, ..., 24, 27] -> 0-based 3, 7, ..., 23, 26 (MLA); 20 KDA.
     "kimi-linear-48b-a3b-instruct": ({"kda": 20, "full": 7},
                                      {0: "kda", 3: FULL, 23: FULL, 26: FULL, 25: "kda"}, None),
+    # Gemma-4-31B: layer_types 5 sliding then 1 full, 10 times -> full at 5, 11, ..., 59; window 1024.
+    "gemma-4-31b-it": ({"sliding": 50, "full": 10}, {0: SLIDING, 5: FULL, 58: SLIDING, 59: FULL}, 1024),
+    # LFM2-1.2B: full_attn_idxs [2, 5, 8, 10, 12, 14]; the other 10 short conv.
+    "lfm2-1.2b": ({"short_conv": 10, "full": 6}, {0: "short_conv", 2: FULL, 14: FULL, 15: "short_conv"}, None),
+    # LFM2-8B-A1B: attention at 2, 6, 10, 14, 18, 21; 18 short conv.
+    "lfm2-8b-a1b": ({"short_conv": 18, "full": 6}, {2: FULL, 21: FULL, 22: "short_conv"}, None),
+    # Qwen3.5-27B: 64 layers, every 4th full -> 16 full, 48 gated delta net.
+    "qwen3.5-27b": ({"gdn": 48, "full": 16}, {0: "gdn", 3: FULL, 62: "gdn", 63: FULL}, None),
 }
 
 
