@@ -53,12 +53,14 @@ class _StagedPool(NamedTuple):
 
 def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], budget_bytes: int,
                       split_len: int, in_flight_tokens: int, num_hidden_layers: int,
-                      pp: int, bound: BlockBound = BlockBound.VLLM) -> tuple[list[KVCacheGroup], list[Pool]]:
+                      pp: int, bound: BlockBound = BlockBound.VLLM,
+                      min_state_requests: int = 0) -> tuple[list[KVCacheGroup], list[Pool]]:
     """Pools (in the given order) sharing `budget_bytes`, balanced at `split_len` tokens.
 
     Every pool first gets its null block and the blocks of n requests of split_len tokens, n as
-    large as the budget allows; the remainder goes to the attention pools in proportion to their
-    demand (extra state blocks would only serve shorter requests than planned for).
+    large as the budget allows (the state pools: at least `min_state_requests` requests' states);
+    the remainder goes to the attention pools in proportion to their demand (extra state blocks
+    would only serve shorter requests than planned for).
     """
     staged = []
     for pool_id, (kind, groups) in enumerate(pool_groups):
@@ -80,7 +82,7 @@ def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], bud
         # budget does not have.
         shares = [0] * len(staged)
     else:
-        shares = _shares(staged, budget_bytes, null_bytes, num_requests)
+        shares = _shares(staged, budget_bytes, null_bytes, num_requests, min_state_requests)
     all_groups: list[KVCacheGroup] = []
     pools: list[Pool] = []
     for p, share in zip(staged, shares):
@@ -89,11 +91,18 @@ def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], bud
     return all_groups, pools
 
 
-def _shares(staged: list[_StagedPool], budget_bytes: int, null_bytes: int, num_requests: int) -> list[int]:
-    """Bytes per pool: its null block and num_requests requests' blocks, then the remainder to the
-    attention pools in proportion to their demand. Requires budget_bytes >= null_bytes."""
-    shares = [(min(num_requests * p.demand_bytes, budget_bytes - null_bytes) // p.bytes_per_block + 1)
-              * p.bytes_per_block for p in staged]
+def _shares(staged: list[_StagedPool], budget_bytes: int, null_bytes: int, num_requests: int,
+            min_state_requests: int = 0) -> list[int]:
+    """Bytes per pool: its null block and num_requests requests' blocks (state pools: at least
+    min_state_requests), then the remainder to the attention pools in proportion to their demand.
+    Requires budget_bytes >= null_bytes."""
+    def requests(p: _StagedPool) -> int:
+        return max(num_requests, min_state_requests) if p.kind == "recurrent" else num_requests
+    state_bytes = sum(min(requests(p) * p.demand_bytes, budget_bytes - null_bytes)
+                      for p in staged if p.kind == "recurrent")
+    room = budget_bytes - null_bytes
+    shares = [(min(requests(p) * p.demand_bytes, room if p.kind == "recurrent" else max(0, room - state_bytes))
+               // p.bytes_per_block + 1) * p.bytes_per_block for p in staged]
     leftover = budget_bytes - sum(shares)
     growable = [i for i, p in enumerate(staged) if p.kind != "recurrent"] or list(range(len(staged)))
     growable_demand = sum(staged[i].demand_bytes for i in growable)

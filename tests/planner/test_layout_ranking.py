@@ -1,6 +1,10 @@
 """The `hkv` layout earns its name: on every catalog model, at 8k, 32k and the model's own length,
-on the h100 and h200 budgets, its logged and sustained concurrency are at least every other
-layout's (issue 10, item 5). benchmarks/bench_layout_ranking.py prints the same table."""
+on the h100 and h200 budgets, its sustained concurrency is at least every other layout's, and so
+is its logged concurrency, less at most the 0.1 % its state pool may give up for one more
+sustained request (issue 10, item 5; hkv_layout._with_sustained_states: LFM2-8B-A1B at 32k on an
+H100 sustains 145 like vLLM, where pools balanced at max length sustain 144, for 144.9019x logged
+against the partitioned layout's 144.9023x). benchmarks/bench_layout_ranking.py prints the same
+table."""
 
 from dataclasses import replace
 
@@ -10,6 +14,7 @@ from hkv.model_specs.catalog import catalog_names
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.memory_budget import smallest_fitting_tp
 from hkv.planner.plan import plan
+from hkv.planner.hkv_layout import STATE_HEADROOM_LOGGED_COST
 from hkv.planner.plan_config import PlanConfig
 
 MODELS = {name: load_model_spec(name) for name in catalog_names()}
@@ -42,7 +47,8 @@ def test_hkv_layout_is_never_beaten(name, gpu):
                 # no allocator can grant; compare the longest request that fits instead.
                 assert hkv.max_context_len >= other.max_context_len, where
                 continue
-            assert hkv.logged_concurrency >= other.logged_concurrency - 1e-9, where
+            floor = other.logged_concurrency * (1 - STATE_HEADROOM_LOGGED_COST) - 1e-9
+            assert hkv.logged_concurrency >= floor, where
             assert hkv.sustained_concurrency >= other.sustained_concurrency, where
 
 
@@ -58,3 +64,18 @@ def test_gemma3_27b_8k_sliding_layers_cost_less_than_full_ones():
     assert set(vllm.blocks_per_request(8192)) == {512, 513}
     logged = {n: r.capacity.logged_concurrency for n, r in reports.items()}
     assert logged["vllm"] < logged["vllm-no-hybrid"] < logged["hkv"]
+
+
+def test_state_headroom_is_taken_only_for_a_sustained_gain():
+    # LFM2-1.2B at 32k on an H100: pools balanced at 32,768 tokens hold 180 states, while the
+    # attention pool sustains 181 requests under way (shorter than 32,768); vLLM's shared pool
+    # reaches 181. The hkv state pool then holds 181 states for a tiny share of attention.
+    reports = plan(MODELS["lfm2-1.2b"], PlanConfig(gpu="h100", max_model_len=32768)).reports
+    hkv, vllm = reports["hkv"], reports["vllm"]
+    assert hkv.capacity.sustained_concurrency >= vllm.capacity.sustained_concurrency
+    assert any("state pool holds" in note for note in hkv.layout.notes)
+    states = next(p for p in hkv.layout.pools if p.kind == "recurrent")
+    assert states.num_blocks - 1 == hkv.capacity.sustained_concurrency  # one state each, null block aside
+    # Gemma-3-27B has no state pool: nothing to trade.
+    gemma = plan(MODELS["gemma-3-27b-it"], PlanConfig(gpu="h100", max_model_len=8192)).reports["hkv"].layout
+    assert not any("state pool holds" in note for note in gemma.notes)
