@@ -1,6 +1,7 @@
 """Does the `hkv` layout earn its name? Every catalog model at 8k, 32k and its max length on the
 h100 and h200 budgets: the `hkv` layout's logged and sustained concurrency against every other
-layout's (issue 10, item 5).
+layout's (issue 10, item 5). A logged figure below the best by at most 0.1 %, which the state
+pool gave up for one more sustained request, is marked ~ and not counted as a loss.
 
     .venv/bin/python benchmarks/bench_layout_ranking.py [--lengths 8192,32768,max] [--gpus h100,h200]
 
@@ -16,6 +17,7 @@ import time
 
 from hkv.model_specs.catalog import catalog_names
 from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.hkv_layout import STATE_HEADROOM_LOGGED_COST
 from hkv.planner.memory_budget import smallest_fitting_tp
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
@@ -28,7 +30,7 @@ def main() -> None:
     parser.add_argument("--models", default="")
     args = parser.parse_args()
     names = args.models.split(",") if args.models else catalog_names()
-    losses = 0
+    losses = traded = 0
     print(f"{'model':<36} {'gpu':<5} {'tp':>2} {'len':>7}  {'hkv logged':>10} {'best other':>22}  "
           f"{'hkv sust':>8} {'best other':>22}  {'limit':>7} {'s/lim':>6} {'sec':>5}")
     for name in names:
@@ -48,16 +50,21 @@ def main() -> None:
                 others = {n: r.capacity for n, r in result.reports.items() if n != "hkv"}
                 best_logged = max(others.items(), key=lambda kv: kv[1].logged_concurrency)
                 best_sust = max(others.items(), key=lambda kv: kv[1].sustained_concurrency)
-                lost_logged = best_logged[1].logged_concurrency > hkv.logged_concurrency + 1e-9
+                below = best_logged[1].logged_concurrency > hkv.logged_concurrency + 1e-9
+                floor = best_logged[1].logged_concurrency * (1 - STATE_HEADROOM_LOGGED_COST) - 1e-9
+                lost_logged = hkv.logged_concurrency < floor
+                traded += below and not lost_logged
                 lost_sust = best_sust[1].sustained_concurrency > hkv.sustained_concurrency
                 losses += lost_logged + lost_sust
                 limit = hkv.physical_limit_concurrency
                 print(f"{name:<36} {gpu:<5} {tp:>2} {max_len:>7}  {hkv.logged_concurrency:>9.2f}x "
-                      f"{best_logged[0]:>14} {best_logged[1].logged_concurrency:>6.2f}x{'!' if lost_logged else ' '} "
+                      f"{best_logged[0]:>14} {best_logged[1].logged_concurrency:>6.2f}x{'!' if lost_logged else '~' if below else ' '} "
                       f"{hkv.sustained_concurrency:>8} {best_sust[0]:>14} {best_sust[1].sustained_concurrency:>6}"
                       f"{'!' if lost_sust else ' '} {limit:>6.2f}x {hkv.sustained_concurrency / limit if limit else 0:>6.1%} "
                       f"{secs:>5.1f}", flush=True)
     print(f"losses of the hkv layout (logged or sustained, marked !): {losses}")
+    print(f"rows whose logged figure is below the best by at most {STATE_HEADROOM_LOGGED_COST:.1%}, traded for "
+          f"a sustained request (marked ~): {traded}")
 
 
 if __name__ == "__main__":
