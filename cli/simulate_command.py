@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Annotated
 
 import typer
@@ -23,6 +23,7 @@ from hkv.planner.block_fit import check_pools_hold_a_block
 from hkv.planner.memory_budget import does_not_fit_error
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import LAYOUT_NAMES
+from hkv.planner.vllm_layout import layout_prefix_caching
 from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
 
 ModelArg = Annotated[str, typer.Argument(help="catalog name, HF id, model directory or config.json")]
@@ -103,7 +104,9 @@ def simulate_command(
         return
     reports = []
     for name in names:
-        reports.append(_run_one(the_plan.reports[name].layout, requests, sim_cfg, output_format))
+        caching = replace(sim_cfg.cache, enable_caching=layout_prefix_caching(name, spec, cfg))
+        reports.append(_run_one(the_plan.reports[name].layout, requests, replace(sim_cfg, cache=caching),
+                                output_format))
         if reports[-1].interrupted:
             break
     if output_format is OutputFormat.json:

@@ -53,6 +53,23 @@ def mamba_state_blocks(cfg: PlanConfig, prefix_caching: bool) -> StateBlocks:
     return blocks
 
 
+def vllm_prefix_caching(model: ModelSpec, cfg: PlanConfig) -> bool:
+    """Whether vLLM (cfg's release) caches prefixes for `model`: --enable/--no-prefix-caching,
+    else the release's default (off for attention-free models; for hybrids, on from 0.26)."""
+    kinds = {spec.kind for _, spec in owned_cache_layers(model, cfg.cache_options(model.dtype_bytes))}
+    has_state = CacheKind.RECURRENT in kinds
+    return cfg.vllm_rules().prefix_caching(cfg.enable_prefix_caching, has_state=has_state,
+                                           attention_free=has_state and kinds == {CacheKind.RECURRENT})
+
+
+def layout_prefix_caching(name: str, model: ModelSpec, cfg: PlanConfig) -> bool:
+    """Prefix caching as the named layout's engine runs it: vLLM's rule for the vllm layouts; hkv's
+    own runtime (hkv, partitioned) caches unless --no-prefix-caching."""
+    if name.startswith("vllm"):
+        return vllm_prefix_caching(model, cfg)
+    return cfg.enable_prefix_caching is not False
+
+
 def align_attention_block(attn_bytes_per_token: int, mamba_page: int, block_size: int,
                           is_mla: bool) -> int:
     """Attention block size raised so one attention page covers one Mamba state (>= block_size)."""
@@ -81,8 +98,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
                                      fields=("vllm_version",))
     if not hybrid and has_state:
         raise LayoutUnavailableError("vLLM requires the hybrid KV cache manager for recurrent layers")
-    prefix_caching = rules.prefix_caching(cfg.enable_prefix_caching, has_state=has_state,
-                                          attention_free=has_state and kinds == {CacheKind.RECURRENT})
+    prefix_caching = vllm_prefix_caching(model, cfg)
     if has_state and prefix_caching and rules.mamba_all_mode_default and model.family in MAMBA_ALL_MODE_FAMILIES:
         raise LayoutUnavailableError(
             f"vLLM {rules.name} keeps a {model.family} state per block under prefix caching (mamba_cache_mode "

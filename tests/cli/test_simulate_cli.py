@@ -144,3 +144,17 @@ def test_probe_sustained_mismatch_exits_3(monkeypatch):
     result = runner.invoke(app, BASE + ["--gpu", "h100", "--probe-capacity", "--layout", "vllm"])
     assert result.exit_code == 3, result.stderr
     assert "sustained predicted" in result.stderr.strip().splitlines()[-1]
+
+
+def test_the_vllm_layout_simulates_the_releases_prefix_caching_default():
+    # vLLM 0.24 leaves prefix caching off for hybrids (0.26 turned it on): a shared-prefix workload
+    # then hits nothing on the vllm layout unless --enable-prefix-caching says otherwise.
+    def hits(*options):
+        result = runner.invoke(app, ["simulate", "qwen3-next-80b-a3b", "--gpu", "h100", "--tp", "4", "--layout", "vllm",
+                                     "--workload", "shared-prefix:n=8,prefix=2048,prompt=256,output=4",
+                                     "--format", "json", *options])
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)["reports"][0]["num_hit_tokens"]
+    assert hits("--vllm-version", "0.24.0") == 0
+    assert hits("--vllm-version", "0.24.0", "--enable-prefix-caching") > 0
+    assert hits() > 0
