@@ -57,6 +57,10 @@ def vllm_prefix_caching(model: ModelSpec, cfg: PlanConfig) -> bool:
     """Whether vLLM (cfg's release) caches prefixes for `model`: --enable/--no-prefix-caching,
     else the release's default (off for attention-free models; for hybrids, on from 0.26)."""
     kinds = {spec.kind for _, spec in owned_cache_layers(model, cfg.cache_options(model.dtype_bytes))}
+    return _prefix_caching(cfg, kinds)
+
+
+def _prefix_caching(cfg: PlanConfig, kinds: set[CacheKind]) -> bool:
     has_state = CacheKind.RECURRENT in kinds
     return cfg.vllm_rules().prefix_caching(cfg.enable_prefix_caching, has_state=has_state,
                                            attention_free=has_state and kinds == {CacheKind.RECURRENT})
@@ -98,7 +102,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
                                      fields=("vllm_version",))
     if not hybrid and has_state:
         raise LayoutUnavailableError("vLLM requires the hybrid KV cache manager for recurrent layers")
-    prefix_caching = vllm_prefix_caching(model, cfg)
+    prefix_caching = _prefix_caching(cfg, kinds)
     if has_state and prefix_caching and rules.mamba_all_mode_default and model.family in MAMBA_ALL_MODE_FAMILIES:
         raise LayoutUnavailableError(
             f"vLLM {rules.name} keeps a {model.family} state per block under prefix caching (mamba_cache_mode "

@@ -72,8 +72,7 @@ CURRENT_LOG_FORMAT = LogFormat()
 @dataclass(frozen=True)
 class VllmRules:
     version: tuple[int, int, int]
-    log_tokens_from_concurrency: bool  # else num_blocks // len(groups) x the smallest block size
-    log_one_line: bool
+    log_format: LogFormat
     in_flight_batches: bool  # T = batches in flight x mnbt (else T = mnbt)
     hybrid_prefix_caching_default: bool
     mamba_all_mode_default: bool  # SupportsMambaPrefixCaching families under prefix caching
@@ -87,8 +86,7 @@ class VllmRules:
         v = parse_vllm_version(text)
         return cls(
             version=v,
-            log_tokens_from_concurrency=v >= (0, 20, 1),
-            log_one_line=v >= (0, 28, 0),
+            log_format=LogFormat(tokens_from_concurrency=v >= (0, 20, 1), one_line=v >= (0, 28, 0)),
             in_flight_batches=v >= (0, 26, 0),
             hybrid_prefix_caching_default=v >= (0, 26, 0),
             mamba_all_mode_default=(0, 15, 0) <= v < (0, 28, 0),
@@ -97,10 +95,6 @@ class VllmRules:
             chunked_disables_hybrid_manager=(0, 10, 1) <= v < (0, 14, 0),
             group_size_factor=1.5 if v >= (0, 18, 0) else 1.25 if v >= (0, 12, 0) else None,
         )
-
-    @property
-    def log_format(self) -> LogFormat:
-        return LogFormat(self.log_tokens_from_concurrency, self.log_one_line)
 
     @property
     def name(self) -> str:
