@@ -91,7 +91,7 @@ def build_hkv_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) ->
     state_block_size = cfg.block_size if cfg.enable_prefix_caching is not False else max_len
     states = state_page_layers(entries, state_block_size)
     attn_groups = choose_groups(attention, max_len, t) if attention else []
-    notes = []
+    notes: list[str] = []
     if not states:
         pool = size_pool(0, "shared", attn_groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)
         groups: list[KVCacheGroup] = to_kv_groups(attn_groups, 0, bound=BlockBound.EXACT)
