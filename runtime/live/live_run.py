@@ -206,8 +206,9 @@ def generate(runner: ModelRunner, prompts: Sequence[Sequence[int]], config: RunC
 
 def check_block_tables(runner: ModelRunner, kv: KVCacheManager, requests: dict[str, Request],
                        output: SchedulerOutput) -> None:
-    """The runner's tables equal the manager's on every entry the step's attention may read
-    (from the group's first kept token on), and those entries are real blocks. AssertionError."""
+    """The runner's tables equal the manager's on every entry the step may read (attention: from
+    the group's first kept token on; recurrent: the live state block, the table's last entry),
+    and those entries are real blocks. AssertionError."""
     for entry in output.scheduled:
         request = requests[entry.request_id]
         for g, group in enumerate(runner.layout.groups):
@@ -219,6 +220,8 @@ def check_block_tables(runner: ModelRunner, kv: KVCacheManager, requests: dict[s
                 chunk = group.spec.chunk_len  # type: ignore[union-attr]
                 first_key = entry.positions.start // chunk * chunk
             lo, hi = first_key // size, -(-entry.positions.stop // size)
+            if group.kind is CacheKind.RECURRENT:
+                lo = hi - 1
             mine = runner.tables.table(entry.request_id, g)[lo:hi]
             theirs = list(kv.block_ids(request)[g][lo:hi])
             assert mine == theirs, f"request {entry.request_id} group {g}: runner {mine} != manager {theirs}"

@@ -37,6 +37,12 @@ from hkv.runtime.live.model_runner import ModelRunner
 from hkv.runtime.live.prompt_file import Prompt
 from hkv.runtime.live.run_config import DEFAULT_CPU_KV_MEMORY_BYTES
 
+# Recurrent variants whose transformers mixers hkv run drives (runtime/live/recurrent_hook.py).
+RUN_STATE_VARIANTS = frozenset({"mamba1", "mamba2", "gdn", "lightning", "short_conv"})
+_SSM_DTYPE_KEYS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")  # as model_specs/state_dtypes.py reads
+_TORCH_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
+                 "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16,
+                 "fp16": torch.float16, "half": torch.float16}
 _DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
@@ -59,6 +65,7 @@ class RunOptions:
     block_size: int = DEFAULT_BLOCK_SIZE
     max_num_batched_tokens: int | None = None  # None: the planner's default
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
+    mamba_ssm_dtype: str = "auto"  # recurrent state dtype; auto: the config's (PlanConfig's rule)
 
 
 @dataclass(frozen=True)
@@ -79,17 +86,19 @@ def open_model(model_dir: str) -> ModelFiles:
     ModelSpecError or UnsupportedModelError."""
     path = check_model_dir(model_dir)
     spec = load_model_spec(str(path))
-    recurrent = sorted({layer.variant for layer in spec.cache_layers if isinstance(layer, RecurrentDesc)})
-    if recurrent:
+    recurrent = {layer.variant for layer in spec.cache_layers if isinstance(layer, RecurrentDesc)}
+    unrun = sorted(recurrent - RUN_STATE_VARIANTS)
+    if unrun:
         raise UnsupportedModelError(
-            f"{model_dir}: {spec.model_type} mixes attention with recurrent layers ({', '.join(recurrent)}); "
-            "hkv run supports attention-only models for now (Mamba and linear-attention hybrids come later)")
+            f"{model_dir}: {spec.model_type} has {', '.join(unrun)} layers; hkv run executes "
+            f"{', '.join(sorted(RUN_STATE_VARIANTS))} recurrent layers (transformers' torch paths), not these yet")
     attention = [layer for layer in spec.cache_layers if isinstance(layer, AttentionDesc)]
     if any(layer.is_mla or layer.head_dim != layer.head_dim_v for layer in attention):
         raise UnsupportedModelError(f"{model_dir}: {spec.model_type} uses latent (MLA) or unequal K/V head "
                                     "sizes, which hkv run does not support yet")
     if not attention:
-        raise UnsupportedModelError(f"{model_dir}: {spec.model_type} has no attention layers")
+        raise UnsupportedModelError(f"{model_dir}: {spec.model_type} has no attention layers; hkv run "
+                                    "executes hybrids and attention-only models")
     config = load_config(path)
     dtype = model_dtype(config)
     if dtype not in _DTYPE_NAMES:
@@ -176,7 +185,8 @@ def plan_run(model: ModelFiles, options: RunOptions, kv_bytes: int) -> Plan:
         gpu=None, available_kv_memory_bytes=kv_bytes, primary_layout=options.layout,
         dtype=_DTYPE_NAMES[model.dtype], max_model_len=options.max_model_len,
         allow_long_max_model_len=options.allow_long_max_model_len, block_size=options.block_size,
-        max_num_batched_tokens=options.max_num_batched_tokens, max_num_seqs=options.max_num_seqs))
+        max_num_batched_tokens=options.max_num_batched_tokens, max_num_seqs=options.max_num_seqs,
+        mamba_ssm_dtype=options.mamba_ssm_dtype))
 
 
 def check_prompts_fit(prompts: Sequence[Sequence[int]], the_plan: Plan, max_new_tokens: int) -> None:
@@ -197,7 +207,17 @@ def check_prompts_fit(prompts: Sequence[Sequence[int]], the_plan: Plan, max_new_
                               fields=("kv_memory_bytes", "max_new_tokens"))
 
 
-def load_runner(model: ModelFiles, the_plan: Plan, device: torch.device) -> ModelRunner:
+def state_dtypes(model: ModelFiles, mamba_ssm_dtype: str) -> tuple[torch.dtype, ...]:
+    """The dtypes recurrent state tensors are kept in, most preferred first: the run's
+    --mamba-ssm-dtype, the config's SSM dtype; PagedKVCache then tries the model's and float32,
+    taking the first whose size is the one the plan counted."""
+    text = model.config.get_text_config()
+    names = [mamba_ssm_dtype, *(str(getattr(text, key, None) or "auto") for key in _SSM_DTYPE_KEYS)]
+    return tuple(_TORCH_DTYPES[name] for name in names if name in _TORCH_DTYPES)
+
+
+def load_runner(model: ModelFiles, the_plan: Plan, device: torch.device,
+                mamba_ssm_dtype: str = "auto") -> ModelRunner:
     """Load the weights on `device` and bind them to freshly allocated pools of the plan's layout."""
     lm = load_causal_lm(model.path, model.config, model.dtype, device)
-    return ModelRunner(lm, the_plan.primary.layout, model.kv_shared_with)
+    return ModelRunner(lm, the_plan.primary.layout, model.kv_shared_with, state_dtypes(model, mamba_ssm_dtype))

@@ -6,6 +6,10 @@ gets the step's context as the `hkv_step=` keyword: per-request query offsets an
 lengths, and per KV cache group the block tables and slot mappings. Logits are computed only
 for the last token of each request that emits a token this step.
 
+Recurrent layers (Mamba, gated delta net, short conv, lightning attention) run transformers'
+own mixers per request on states in the layout's pages (recurrent_hook.py); the runner applies
+the step's state copies (a new live block, a restored checkpoint) before the forward.
+
     runner = ModelRunner(model, layout)                 # allocates the pools, binds the layers
     runner.reset()                                      # before a new scheduler's first step
     step = runner.execute(scheduler_output)             # StepOutput: request ids + logits
@@ -19,10 +23,12 @@ from typing import Any, NamedTuple
 import torch
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
+from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
 from hkv.planner.layout import Layout
 from hkv.runtime.live.attention_hook import LayerBinding, PagedStep, register_paged_attention
 from hkv.runtime.live.block_tables import BlockTables
 from hkv.runtime.live.paged_kv_cache import PagedKVCache, UnsupportedLayoutError
+from hkv.runtime.live.recurrent_hook import StateStep, StepSlot, bind_mixer, copy_states, recurrent_mixers
 from hkv.runtime.scheduler.scheduler_output import SchedulerOutput
 
 
@@ -32,11 +38,13 @@ class StepOutput(NamedTuple):
 
 
 def attention_modules(model: torch.nn.Module) -> dict[int, torch.nn.Module]:
-    """The language model's attention modules by layer index (modules with layer_idx and scaling)."""
+    """The language model's attention modules by layer index (modules with layer_idx and scaling
+    that are not recurrent mixers)."""
     text_config = model.config.get_text_config()
+    mixers = {id(module) for module, _ in recurrent_mixers(model).values()}
     found: dict[int, torch.nn.Module] = {}
     for module in model.modules():
-        if (hasattr(module, "layer_idx") and hasattr(module, "scaling")
+        if (hasattr(module, "layer_idx") and hasattr(module, "scaling") and id(module) not in mixers
                 and getattr(module, "config", text_config) is text_config):
             found[int(module.layer_idx)] = module
     return found
@@ -60,16 +68,23 @@ class ModelRunner:
     """
 
     def __init__(self, model: torch.nn.Module, layout: Layout,
-                 kv_shared_with: Mapping[int, int] | None = None) -> None:
+                 kv_shared_with: Mapping[int, int] | None = None,
+                 state_dtypes: tuple[torch.dtype, ...] = ()) -> None:
         self.model = model
         self.layout = layout
         param = next(model.parameters())
         self.device, self.dtype = param.device, param.dtype
-        self.kv_cache = PagedKVCache(layout, self.dtype, self.device)
+        self.kv_cache = PagedKVCache(layout, self.dtype, self.device, state_dtypes)
         self.bindings = self._bind_layers(dict(kv_shared_with or {}))
+        self.state_slot = StepSlot()
+        self._bind_mixers()
         model.set_attn_implementation(register_paged_attention())
         self.tables = BlockTables(tuple(g.block_size for g in layout.groups))
+        self.recurrent_groups = tuple(g for g, group in enumerate(layout.groups)
+                                      if group.kind is CacheKind.RECURRENT)
         self.num_steps = 0
+        self.num_state_copies = 0  # state blocks copied (a new live block, a restored checkpoint)
+        self.num_state_restores = 0  # of those, checkpoints restored for a prefix hit
 
     def _bind_layers(self, shared: dict[int, int]) -> dict[int, LayerBinding]:
         modules = attention_modules(self.model)
@@ -99,6 +114,19 @@ class ModelRunner:
                                          "have")
         return bindings
 
+    def _bind_mixers(self) -> None:
+        mixers = recurrent_mixers(self.model)
+        states = self.kv_cache.states
+        unknown = sorted(set(states) - set(mixers))
+        if unknown:
+            raise UnsupportedLayoutError(f"layers {unknown} keep recurrent state but hold no mixer hkv run "
+                                         "knows (see recurrent_hook.MIXERS)")
+        unplanned = sorted(set(mixers) - set(states))
+        if unplanned:
+            raise UnsupportedLayoutError(f"recurrent layers {unplanned} have no state group in the layout")
+        for layer_idx, (module, kind) in mixers.items():
+            bind_mixer(module, kind, states[layer_idx], self.state_slot)
+
     def reset(self) -> None:
         """Forget every block table (a new scheduler starts)."""
         self.tables = BlockTables(tuple(g.block_size for g in self.layout.groups))
@@ -111,10 +139,15 @@ class ModelRunner:
             return StepOutput((), torch.empty(0, 0))
         step, token_ids, emit_rows = self._prepare(output)
         with torch.inference_mode():
-            out = self.model(
-                input_ids=token_ids[None], position_ids=step.positions[None], use_cache=False,
-                logits_to_keep=emit_rows, hkv_step=step,
-            )
+            if self.recurrent_groups:
+                self.state_slot.step = self._prepare_states(output)
+            try:
+                out = self.model(
+                    input_ids=token_ids[None], position_ids=step.positions[None], use_cache=False,
+                    logits_to_keep=emit_rows, hkv_step=step,
+                )
+            finally:
+                self.state_slot.step = None
         self.num_steps += 1
         emitting = tuple(e.request_id for e in entries if e.emits_token)
         return StepOutput(emitting, out.logits[0].float())
@@ -133,6 +166,10 @@ class ModelRunner:
         block_tables = []
         slot_mappings = []
         for group_id in range(len(self.layout.groups)):
+            if group_id in self.recurrent_groups:  # read through StateStep.live_blocks instead
+                block_tables.append(self._tensor([[]], torch.int32))
+                slot_mappings.append(self._tensor([], torch.int64))
+                continue
             rows = [tables.table(e.request_id, group_id) for e in entries]
             width = max(len(r) for r in rows)
             padded = [r + [0] * (width - len(r)) for r in rows]
@@ -149,6 +186,29 @@ class ModelRunner:
             slot_mappings=tuple(slot_mappings),
         )
         return step, self._tensor(token_ids, torch.int64), self._tensor(emit_rows, torch.int64)
+
+    def _prepare_states(self, output: SchedulerOutput) -> StateStep:
+        """Apply the step's state copies, then name each request's live state block per group:
+        the last entry of its table (RecurrentStateManager keeps the live state there)."""
+        entries = output.scheduled
+        copies = [c for e in entries for c in e.state_copies]
+        if copies:
+            copy_states(self.kv_cache.states, copies)
+            self.num_state_copies += len(copies)
+            self.num_state_restores += sum(len(e.state_copies) for e in entries
+                                           if e.is_new and e.positions.start > 0)
+        live: dict[int, torch.Tensor] = {}
+        for group_id in self.recurrent_groups:
+            blocks = [self.tables.table(e.request_id, group_id)[-1] for e in entries]
+            assert NULL_BLOCK_ID not in blocks, f"group {group_id}: a request without a live state block"
+            live[group_id] = self._tensor(blocks, torch.int64)
+        starts = [0]
+        for e in entries:
+            starts.append(starts[-1] + e.num_tokens)
+        has_past = tuple(e.positions.start > 0 for e in entries)
+        decode = tuple(i for i, e in enumerate(entries) if has_past[i] and e.num_tokens == 1)
+        return StateStep(tuple(starts), has_past, live, decode,
+                         self._tensor([starts[i] for i in decode], torch.int64))
 
     def _tensor(self, values: Any, dtype: torch.dtype) -> torch.Tensor:
         return torch.tensor(values, dtype=dtype).to(self.device, non_blocking=True)

@@ -48,7 +48,7 @@ def test_pool_regions_are_layer_outer(pad_bytes):
     cache = PagedKVCache(layout, torch.float32, "cpu")
     page = layout.groups[0].page_size_bytes
     assert cache.num_bytes == layout.pools[0].num_bytes
-    base = cache.pools[0].data_ptr()
+    base = cache.raw_pools[0].data_ptr()
     offsets = {i: cache.layers[i].key_cache.data_ptr() - base for i in range(4)}
     # slot j of every group is region j: layers 0 and 1 share region 0, layers 2 and 3 region 1
     assert offsets == {0: 0, 1: 0, 2: 6 * page, 3: 6 * page}
@@ -72,10 +72,15 @@ def test_groups_sharing_a_region_do_not_overlap():
 def test_unsupported_layouts():
     with pytest.raises(UnsupportedLayoutError, match="4-byte K/V elements"):
         PagedKVCache(two_group_layout(), torch.float16, "cpu")
-    state = StateCacheSpec("mamba2", ((4, 8),), (2,))
+    state = StateCacheSpec("mamba2", ((4, 8), (2, 8)), (2, 4))  # 64 + 64 bytes
     group = KVCacheGroup(CacheKind.RECURRENT, ("layers.0.mixer",), (0,), state, 16, 64, 0, 1)
     layout = Layout("test", (group,), (Pool(0, "shared", 4, 64, 1),), 64, 8, 256)
-    with pytest.raises(UnsupportedLayoutError, match="recurrent"):
+    with pytest.raises(UnsupportedLayoutError, match="64 bytes cannot hold a 128-byte recurrent state"):
+        PagedKVCache(layout, torch.float16, "cpu")
+    fp8 = StateCacheSpec("mamba2", ((4, 8),), (1,))
+    group = KVCacheGroup(CacheKind.RECURRENT, ("layers.0.mixer",), (0,), fp8, 16, 64, 0, 1)
+    layout = Layout("test", (group,), (Pool(0, "shared", 4, 64, 1),), 64, 8, 256)
+    with pytest.raises(UnsupportedLayoutError, match="1-byte recurrent state elements"):
         PagedKVCache(layout, torch.float16, "cpu")
 
 
@@ -174,8 +179,7 @@ def fake_weights(directory: Path) -> None:
 
 
 @pytest.mark.parametrize("catalog_name, message", [
-    ("granite-4.0-h-small", "recurrent layers"),
-    ("qwen3-next-80b-a3b", "recurrent layers"),
+    ("kimi-linear-48b-a3b-instruct", "has kda layers"),  # its MLA layers would be refused next
     ("deepseek-v3", "MLA"),
 ])
 def test_models_hkv_run_cannot_run_yet(tmp_path, catalog_name, message):
