@@ -102,6 +102,19 @@ def render_timings(outcome: RunOutcome, load_s: float, console: Console) -> None
                   f"decode {t.decode_tokens_per_s:,.1f} tokens/s")
 
 
+def _state_table(report: RunReport) -> Table:
+    states = Table(title="recurrent state: planned vs measured")
+    for col in ("group", "variant", "layers", "pool", "state bytes plan / alloc", "states / request plan / peak",
+                "checkpoints kept", "copies", "hits restored"):
+        states.add_column(col, justify="left" if col == "variant" else "right")
+    for s in report.states:
+        states.add_row(str(s.group_id), s.variant, str(s.num_layers), str(s.pool_id),
+                       f"{s.planned_state_bytes:,} / {s.measured_state_bytes:,}",
+                       f"{s.planned_states_per_request} / {s.peak_states_per_request}",
+                       f"{s.checkpoints_kept:,}", f"{s.state_copies:,}", f"{s.checkpoints_restored:,}")
+    return states
+
+
 def render_report(report: RunReport, console: Console) -> None:
     console.print(f"KV cache: {report.layout} layout, budget {format_bytes(report.kv_memory_bytes)}, "
                   f"allocated "
@@ -126,6 +139,8 @@ def render_report(report: RunReport, console: Console) -> None:
         pools.add_row(str(p.pool_id), p.kind, f"{p.num_blocks:,}", f"{p.bytes_per_block:,}",
                       f"{p.peak_blocks_in_use:,}")
     console.print(pools)
+    if report.states:
+        console.print(_state_table(report))
     console.print(f"prefix cache: {report.num_hit_tokens:,} of {report.num_query_tokens:,} prompt tokens "
                   f"hit; "
                   f"preemptions {report.num_preemptions}")

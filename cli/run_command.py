@@ -18,6 +18,7 @@ import typer
 from hkv.cli.choices import Device, PromptFormat, RunLayout
 from hkv.cli.errors import CheckFailedError, flag_of, handles_errors
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
+from hkv.cli.plan_options import SsmDtypeOpt
 from hkv.planner.gpus import NO_GPU_MAX_NUM_BATCHED_TOKENS
 from hkv.planner.plan_config import (
     ALLOW_LONG_ENV, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_SEQS,
@@ -80,6 +81,7 @@ def run_command(
     max_num_seqs: MaxSeqsOpt = DEFAULT_MAX_NUM_SEQS, max_num_batched_tokens: MnbtOpt = None,
     block_size: BlockSizeOpt = DEFAULT_BLOCK_SIZE,
     device: DeviceOpt = Device("cpu"),  # type: ignore[assignment]
+    mamba_ssm_dtype: SsmDtypeOpt = None,
     fill_cache: FillOpt = False, output_format: FormatOpt = OutputFormat.human,
 ) -> None:
     """Generate with a local model whose attention reads and writes hkv's paged KV cache, then
@@ -106,7 +108,8 @@ def run_command(
         else parse_size(kv_memory, option=flag_of("kv_memory_bytes")),
         gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
         allow_long_max_model_len=allow_long_max_model_len_from_env(), block_size=block_size,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        mamba_ssm_dtype="auto" if mamba_ssm_dtype is None else mamba_ssm_dtype.value)
     RunConfig(max_new_tokens=max_new_tokens)  # checks it before anything is loaded
     torch_device = check_device(options.device)
     files = open_model(model)
@@ -122,7 +125,7 @@ def run_command(
     progress = RunProgress(files.tokenizer, len(prompt_ids), show=human and sys.stderr.isatty(), stream=human)
     try:
         with progress.loading():
-            runner = load_runner(files, the_plan, torch_device)
+            runner = load_runner(files, the_plan, torch_device, options.mamba_ssm_dtype)
         outcome = generate(runner, prompt_ids, config, progress)
         progress.close()
         fill_outcome = fill(runner, prompt_ids[0], config, on_trial=_note_trial) if fill_cache else None

@@ -89,10 +89,22 @@ class CacheMeasurements:
 
 
 @dataclass(frozen=True)
+class StateMeasurements:
+    """One recurrent group's states during a run, measured on the allocated views and the pool."""
+
+    group_id: int
+    state_bytes: int  # one block of state, all the group's layers: the views' bytes, not the spec's
+    checkpoints_kept: int  # the group's cached (hashed) state blocks when the run ended
+    state_copies: int  # state blocks the runner copied (new live blocks, restored checkpoints)
+    checkpoints_restored: int  # of those, checkpoints copied in for a prefix hit
+
+
+@dataclass(frozen=True)
 class RunOutcome:
     generations: list[Generation]
     timings: StepTimings
     cache: CacheMeasurements
+    states: tuple[StateMeasurements, ...] = ()  # per recurrent group, layout order
 
 
 class _Recorder:
@@ -144,6 +156,7 @@ def generate(runner: ModelRunner, prompts: Sequence[Sequence[int]], config: RunC
         generations[request.request_id] = Generation(request.request_id, tuple(prompt))
         scheduler.add_request(request)
     recorder = _Recorder(kv)
+    copies_before, restores_before = list(runner.state_copies), list(runner.state_restores)
     total_prompt = sum(len(p) for p in prompts)
     prefill_done = prefill_tokens = decode_tokens = 0
     prefill_s = decode_s = 0.0
@@ -201,7 +214,17 @@ def generate(runner: ModelRunner, prompts: Sequence[Sequence[int]], config: RunC
         request_lens={rid: r.num_tokens for rid, r in requests.items()},
     )
     timings = StepTimings(scheduler.num_steps, prefill_tokens, prefill_s, decode_tokens, decode_s, total_s)
-    return RunOutcome(list(generations.values()), timings, cache)
+    states = tuple(
+        StateMeasurements(
+            group_id=g,
+            state_bytes=sum(s.bytes_per_block for s in runner.kv_cache.states.values() if s.group_id == g),
+            checkpoints_kept=len(kv.pools[group.pool_id].cached_map(g)),
+            state_copies=runner.state_copies[g] - copies_before[g],
+            checkpoints_restored=runner.state_restores[g] - restores_before[g],
+        )
+        for g, group in enumerate(layout.groups) if group.kind is CacheKind.RECURRENT
+    )
+    return RunOutcome(list(generations.values()), timings, cache, states)
 
 
 def check_block_tables(runner: ModelRunner, kv: KVCacheManager, requests: dict[str, Request],

@@ -83,8 +83,10 @@ class ModelRunner:
         self.recurrent_groups = tuple(g for g, group in enumerate(layout.groups)
                                       if group.kind is CacheKind.RECURRENT)
         self.num_steps = 0
-        self.num_state_copies = 0  # state blocks copied (a new live block, a restored checkpoint)
-        self.num_state_restores = 0  # of those, checkpoints restored for a prefix hit
+        # per group: state blocks copied (a new live block, a restored checkpoint), and of those the
+        # checkpoints restored for a prefix hit (cumulative over the runner's life)
+        self.state_copies = [0] * len(layout.groups)
+        self.state_restores = [0] * len(layout.groups)
 
     def _bind_layers(self, shared: dict[int, int]) -> dict[int, LayerBinding]:
         modules = attention_modules(self.model)
@@ -194,9 +196,11 @@ class ModelRunner:
         copies = [c for e in entries for c in e.state_copies]
         if copies:
             copy_states(self.kv_cache.states, copies)
-            self.num_state_copies += len(copies)
-            self.num_state_restores += sum(len(e.state_copies) for e in entries
-                                           if e.is_new and e.positions.start > 0)
+            for e in entries:
+                restores = e.is_new and e.positions.start > 0
+                for group_id, _, _ in e.state_copies:
+                    self.state_copies[group_id] += 1
+                    self.state_restores[group_id] += restores
         live: dict[int, torch.Tensor] = {}
         for group_id in self.recurrent_groups:
             blocks = [self.tables.table(e.request_id, group_id)[-1] for e in entries]

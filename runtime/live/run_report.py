@@ -6,7 +6,9 @@
 2. per group: every request's peak blocks held at once (null blocks excluded) is at most the
    Layout's `blocks_per_request` at that request's final length;
 3. per pool: the peak blocks in use never exceed the pool's num_blocks - 1 (null excluded);
-4. with --fill, for copies of the first prompt + max_new_tokens: the sustained concurrency the
+4. per recurrent group: the bytes of one block of state, measured on the allocated views, equal
+   the plan's (spec.state_bytes x layers);
+5. with --fill, for copies of the first prompt + max_new_tokens: the sustained concurrency the
    planner predicts equals the one measured by running copies through the real model
    (sustained_fill.py), and checks 2-3 hold on the run of that many copies.
 
@@ -19,9 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hkv.model_specs.cache_spec import StateCacheSpec
 from hkv.planner.layout import Layout
 from hkv.planner.sustained import SustainedSetup, predict_sustained
-from hkv.runtime.live.live_run import RunOutcome
+from hkv.runtime.live.live_run import RunOutcome, StateMeasurements
 from hkv.runtime.live.run_config import RunConfig
 from hkv.runtime.live.sustained_fill import FillOutcome
 
@@ -54,6 +57,23 @@ class PoolReport:
     num_blocks: int  # null block included
     bytes_per_block: int
     peak_blocks_in_use: int
+
+
+@dataclass(frozen=True)
+class StateReport:
+    """A recurrent group's states: planned next to measured."""
+
+    group_id: int
+    variant: str  # mamba1 | mamba2 | gdn | lightning | short_conv
+    num_layers: int
+    pool_id: int
+    planned_state_bytes: int  # one block, all the group's layers (spec.state_bytes x layers)
+    measured_state_bytes: int  # the same, from the allocated views
+    planned_states_per_request: int  # num_state_blocks
+    peak_states_per_request: int  # most state blocks one request held at once
+    checkpoints_kept: int
+    state_copies: int
+    checkpoints_restored: int
 
 
 @dataclass(frozen=True)
@@ -90,6 +110,7 @@ class RunReport:
     physical_limit_concurrency: float
     groups: tuple[GroupReport, ...]
     pools: tuple[PoolReport, ...]
+    states: tuple[StateReport, ...]  # per recurrent group
     num_query_tokens: int
     num_hit_tokens: int
     num_preemptions: int
@@ -121,6 +142,9 @@ def build_report(layout: Layout, kv_memory_bytes: int, allocated_bytes: int, req
     )
     pools = tuple(PoolReport(p.pool_id, p.kind, p.num_blocks, p.bytes_per_block, peak)
                   for p, peak in zip(layout.pools, run.cache.peak_pool_blocks_in_use))
+    states = tuple(_state_report(layout, m, groups[m.group_id]) for m in run.states)
+    checks += [Check(f"group {s.group_id} ({s.variant}): state bytes per block == plan", s.planned_state_bytes,
+                     s.measured_state_bytes, s.planned_state_bytes == s.measured_state_bytes) for s in states]
     fill_report = None
     if fill is not None:
         fill_report = FillReport(
@@ -140,9 +164,23 @@ def build_report(layout: Layout, kv_memory_bytes: int, allocated_bytes: int, req
         logged_concurrency=layout.max_concurrency(request_len) if layout.groups else 0.0,
         sustained_concurrency=predict_sustained(layout, setup),
         physical_limit_concurrency=layout.physical_limit_concurrency(request_len),
-        groups=groups, pools=pools, num_query_tokens=run.cache.num_query_tokens,
+        groups=groups, pools=pools, states=states, num_query_tokens=run.cache.num_query_tokens,
         num_hit_tokens=run.cache.num_hit_tokens, num_preemptions=run.cache.num_preemptions,
         fill=fill_report, checks=tuple(checks), agree=all(c.ok for c in checks),
+    )
+
+
+def _state_report(layout: Layout, measured: StateMeasurements, group_report: GroupReport) -> StateReport:
+    group = layout.groups[measured.group_id]
+    spec = group.spec
+    assert isinstance(spec, StateCacheSpec) and group.num_state_blocks is not None
+    return StateReport(
+        group_id=measured.group_id, variant=spec.variant, num_layers=group.num_layers, pool_id=group.pool_id,
+        planned_state_bytes=spec.state_bytes * group.num_layers, measured_state_bytes=measured.state_bytes,
+        planned_states_per_request=group.num_state_blocks,
+        peak_states_per_request=group_report.peak_blocks_per_request,
+        checkpoints_kept=measured.checkpoints_kept, state_copies=measured.state_copies,
+        checkpoints_restored=measured.checkpoints_restored,
     )
 
 
