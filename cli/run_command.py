@@ -94,8 +94,8 @@ def run_command(
     from hkv.cli.render_run import RunProgress, render_report, render_timings
     from hkv.runtime.live.live_run import generate
     from hkv.runtime.live.live_setup import (
-        RunOptions, check_device, check_prompts_fit, encode_prompts, kv_memory_budget, load_runner,
-        open_model, plan_run,
+        RunOptions, check_device, check_prompts_fit, check_state_dtypes, encode_prompts, kv_memory_budget,
+        load_runner, open_model, plan_run,
     )
     from hkv.runtime.live.run_report import build_report
     from hkv.runtime.live.sustained_fill import fill
@@ -117,6 +117,7 @@ def run_command(
     kv_bytes = kv_memory_budget(files, options)
     the_plan = plan_run(files, options, kv_bytes)
     check_prompts_fit(prompt_ids, the_plan, max_new_tokens)
+    check_state_dtypes(files, the_plan, options.mamba_ssm_dtype)
     config = RunConfig(max_new_tokens=max_new_tokens, sampling=sampling,
                        max_num_batched_tokens=the_plan.budget.max_num_batched_tokens,
                        max_num_seqs=the_plan.config.max_num_seqs, eos_token_ids=files.eos_token_ids)

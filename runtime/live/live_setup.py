@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from hkv.model_specs.cache_spec import StateCacheSpec
 from hkv.model_specs.errors import InputError
 from hkv.model_specs.layer_desc import AttentionDesc, RecurrentDesc
 from hkv.model_specs.model_spec import ModelSpec
@@ -86,19 +87,10 @@ def open_model(model_dir: str) -> ModelFiles:
     ModelSpecError or UnsupportedModelError."""
     path = check_model_dir(model_dir)
     spec = load_model_spec(str(path))
-    recurrent = {layer.variant for layer in spec.cache_layers if isinstance(layer, RecurrentDesc)}
-    unrun = sorted(recurrent - RUN_STATE_VARIANTS)
-    if unrun:
-        raise UnsupportedModelError(
-            f"{model_dir}: {spec.model_type} has {', '.join(unrun)} layers; hkv run executes "
-            f"{', '.join(sorted(RUN_STATE_VARIANTS))} recurrent layers (transformers' torch paths), not these yet")
     attention = [layer for layer in spec.cache_layers if isinstance(layer, AttentionDesc)]
-    if any(layer.is_mla or layer.head_dim != layer.head_dim_v for layer in attention):
-        raise UnsupportedModelError(f"{model_dir}: {spec.model_type} uses latent (MLA) or unequal K/V head "
-                                    "sizes, which hkv run does not support yet")
-    if not attention:
-        raise UnsupportedModelError(f"{model_dir}: {spec.model_type} has no attention layers; hkv run "
-                                    "executes hybrids and attention-only models")
+    missing = _missing_pieces(spec, attention)
+    if missing:
+        raise UnsupportedModelError(f"{model_dir}: hkv run cannot run {spec.model_type} yet: {'; '.join(missing)}")
     config = load_config(path)
     dtype = model_dtype(config)
     if dtype not in _DTYPE_NAMES:
@@ -107,6 +99,22 @@ def open_model(model_dir: str) -> ModelFiles:
     shared = {layer.layer_idx: layer.kv_shared_with for layer in attention
               if layer.kv_shared_with is not None}
     return ModelFiles(path, spec, config, load_tokenizer(path), eos_token_ids(path, config), dtype, shared)
+
+
+def _missing_pieces(spec: ModelSpec, attention: Sequence[AttentionDesc]) -> list[str]:
+    """What hkv run lacks for this model, one phrase per piece (empty: it runs)."""
+    missing = []
+    if any(layer.is_mla or layer.head_dim != layer.head_dim_v for layer in attention):
+        missing.append("its attention is latent (MLA) or has unequal K/V head sizes, and the paged attention "
+                       "path stores K and V of one head size")
+    recurrent = {layer.variant for layer in spec.cache_layers if isinstance(layer, RecurrentDesc)}
+    unrun = sorted(recurrent - RUN_STATE_VARIANTS)
+    if unrun:
+        missing.append(f"its {', '.join(unrun)} layers have no state binding (it runs "
+                       f"{', '.join(sorted(RUN_STATE_VARIANTS))})")
+    if not attention:
+        missing.append("it has no attention layers (it runs hybrids and attention-only models)")
+    return missing
 
 
 def encode_prompts(model: ModelFiles, prompts: Sequence[Prompt]) -> list[list[int]]:
@@ -214,6 +222,19 @@ def state_dtypes(model: ModelFiles, mamba_ssm_dtype: str) -> tuple[torch.dtype, 
     text = model.config.get_text_config()
     names = [mamba_ssm_dtype, *(str(getattr(text, key, None) or "auto") for key in _SSM_DTYPE_KEYS)]
     return tuple(_TORCH_DTYPES[name] for name in names if name in _TORCH_DTYPES)
+
+
+def check_state_dtypes(model: ModelFiles, the_plan: Plan, mamba_ssm_dtype: str) -> None:
+    """InvalidOptionError, before any weight loads, when a recurrent state tensor of the plan has
+    an element size no dtype hkv run keeps states in has (fp8: PagedKVCache would refuse it)."""
+    preferred = (*state_dtypes(model, mamba_ssm_dtype), model.dtype, torch.float32)
+    sizes = {torch.empty((), dtype=d).element_size() for d in preferred}
+    for group in the_plan.primary.layout.groups:
+        if isinstance(group.spec, StateCacheSpec) and not set(group.spec.dtype_bytes) <= sizes:
+            raise InvalidOptionError(
+                f"mamba_ssm_dtype {mamba_ssm_dtype}: the plan keeps {group.layer_names[0]}'s state in "
+                f"{min(group.spec.dtype_bytes)}-byte elements; hkv run keeps recurrent states in float32, "
+                "bfloat16 or float16", fields=("mamba_ssm_dtype",))
 
 
 def load_runner(model: ModelFiles, the_plan: Plan, device: torch.device,

@@ -53,6 +53,13 @@ HYBRIDS: dict[str, tuple[str, dict]] = {
     "minimax": ("minimax", dict(
         num_hidden_layers=4, layer_types=["linear_attention", "full_attention"] * 2, num_local_experts=4,
         block_size=8, **MOE)),
+    # short conv (kernel 3, conv state only) + full attention
+    "lfm2": ("lfm2", dict(num_hidden_layers=4, layer_types=["conv", "full_attention"] * 2, conv_L_cache=3,
+                          block_dim=128, block_ff_dim=128, norm_eps=1e-5)),
+    # Qwen3.5's text model: gated delta net + full attention, dense
+    "qwen3_5": ("qwen3_5_text", dict(
+        num_hidden_layers=4, layer_types=["linear_attention", "full_attention"] * 2, linear_num_key_heads=2,
+        linear_num_value_heads=4, linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4)),
 }
 
 
