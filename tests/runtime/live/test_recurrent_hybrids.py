@@ -29,7 +29,7 @@ from live.tiny_models import load_reference, random_prompts  # noqa: E402
 KV_BYTES = 1 << 20
 MNBT = 16
 MAX_NEW = 8
-LOGIT_TOL = 1e-4  # absolute, fp32; measured 1e-6 to 2e-5 (logits up to about 5)
+LOGIT_TOL = 1e-4  # absolute, fp32; measured 3.9e-6 to 4.0e-5 (logits up to about 4.8)
 PROMPT_LENS = (61, 23, 37, 11, 3)
 
 
