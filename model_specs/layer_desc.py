@@ -53,6 +53,11 @@ class AttentionDesc:
         )
 
 
+# Variants whose state vLLM keeps in the conv (mamba_cache) dtype whatever --mamba-ssm-cache-dtype
+# says: lightning attention (MambaStateDtypeCalculator.linear_attention_state_dtype).
+STATE_IN_CONV_DTYPE = frozenset({"lightning"})
+
+
 @dataclass(frozen=True)
 class RecurrentDesc:
     """Recurrent mixer state: conv `(conv_kernel_len-1, conv_dim/TP)` + ssm `(ssm_heads/TP, *ssm_dims)`.
@@ -89,6 +94,8 @@ class RecurrentDesc:
     def cache_spec(self, opts: CacheOptions, *, engine_windows: bool = False) -> StateCacheSpec:
         conv_bytes = opts.conv_dtype_bytes or self.default_conv_dtype_bytes
         ssm_bytes = opts.ssm_dtype_bytes or self.default_ssm_dtype_bytes
+        if self.variant in STATE_IN_CONV_DTYPE:
+            ssm_bytes = conv_bytes
         ssm_shape = (self.ssm_heads // opts.tp, *self.ssm_dims)
         if self.conv_kernel_len <= 1:
             return StateCacheSpec(self.variant, (ssm_shape,), (ssm_bytes,))

@@ -107,7 +107,7 @@ class PagedKVCache:
         self.layout = layout
         self.dtype = dtype
         self.device = torch.device(device)
-        self.state_dtypes = (*state_dtypes, dtype, torch.float32)
+        self.state_dtypes = tuple(dict.fromkeys((*state_dtypes, dtype, torch.float32)))
         elem = torch.empty((), dtype=dtype).element_size()
         slots = {p.pool_id: p for p in layout.pools}
         for g in layout.groups:

@@ -73,6 +73,13 @@ def test_ssm_dtype_override_wins_over_config_default() -> None:
     assert state.state_bytes == 2_158_592
 
 
+def test_lightning_state_ignores_the_ssm_dtype() -> None:
+    # vLLM's linear_attention_state_dtype reads only the mamba cache (model) dtype: MiniMax-M1 stays
+    # 64 x 128 x 128 x 2 B = 2,097,152 with an fp32 SSM dtype, and follows a --dtype float32 to 4 B.
+    assert _state("minimax-m1", CacheOptions(tp=1, ssm_dtype_bytes=4)).state_bytes == 2_097_152
+    assert _state("minimax-m1", CacheOptions(tp=1, conv_dtype_bytes=4)).state_bytes == 4_194_304
+
+
 def test_config_mamba_ssm_cache_dtype_is_the_default() -> None:
     # Nemotron-3-Nano sets mamba_ssm_cache_dtype float32: 64 heads x 64, d_state 128, 8 groups, conv 4.
     # conv 3 x (4096 + 2048) = 18,432 x 2 = 36,864; ssm 64*64*128 = 524,288 x 4 = 2,097,152 -> 2,134,016.

@@ -19,6 +19,8 @@ from hkv.runtime.live.attention_hook import LayerBinding, PagedStep, paged_atten
 from hkv.runtime.live.live_run import CacheMeasurements, Generation, RunOutcome, StepTimings  # noqa: E402
 from hkv.runtime.live.live_setup import UnsupportedModelError, open_model  # noqa: E402
 from hkv.runtime.live.paged_kv_cache import PagedKVCache, UnsupportedLayoutError  # noqa: E402
+from hkv.runtime.live.recurrent_hook import copy_states  # noqa: E402
+from hkv.runtime.live.state_view import StateView  # noqa: E402
 from hkv.runtime.live.prompt_file import Prompt, PromptFileError, read_prompt_file  # noqa: E402
 from hkv.runtime.live.run_config import RunConfig  # noqa: E402
 from hkv.runtime.live.run_report import build_report  # noqa: E402
@@ -67,6 +69,66 @@ def test_groups_sharing_a_region_do_not_overlap():
     assert torch.equal(full.key_cache[1], k) and torch.equal(full.value_cache[1], k + 1)
     assert torch.equal(sliding.key_cache[2], -k)
     assert full.key_cache[2].data_ptr() == sliding.key_cache[2].data_ptr()  # block 2 belongs to one group
+
+
+def state_layout(conv_bytes: int = 2) -> Layout:
+    """A Mamba2-like group of layers 0 and 1: conv (3, 8) in `conv_bytes` elements (48 B at 2)
+    then ssm (2, 4, 4) in 4-byte ones (128 B): 176 B of state in a 256-byte page (vllm-style
+    padding); 5 blocks, 2 slots: 512 B per block."""
+    spec = StateCacheSpec("mamba2", ((3, 8), (2, 4, 4)), (conv_bytes, 4))
+    group = KVCacheGroup(CacheKind.RECURRENT, ("layers.0.mixer", "layers.1.mixer"), (0, 1), spec, 16, 256, 0, 1)
+    return Layout("test", (group,), (Pool(0, "recurrent", 5, 512, 2),), 64, 8, 2560)
+
+
+def test_state_views_pack_conv_then_ssm_in_their_dtypes():
+    cache = PagedKVCache(state_layout(), torch.bfloat16, "cpu", state_dtypes=(torch.float32,))
+    assert cache.num_bytes == 2560 and not cache.layers
+    layer = cache.states[1]  # region 1
+    assert (layer.conv.dtype, layer.conv.shape) == (torch.bfloat16, (5, 3, 8))
+    assert (layer.ssm.dtype, layer.ssm.shape) == (torch.float32, (5, 2, 4, 4))
+    assert layer.bytes_per_block == 176
+    base = cache.raw_pools[0].data_ptr()
+    for block in range(5):
+        page = (1 * 5 + block) * 256  # region 1 starts after region 0's 5 pages
+        assert layer.conv[block].data_ptr() - base == page
+        assert layer.ssm[block].data_ptr() - base == page + 48
+    layer.ssm[2] = 7.0
+    raw = cache.raw_pools[0][(5 + 2) * 256 + 48:(5 + 2) * 256 + 176].view(torch.float32)
+    assert torch.equal(raw, torch.full((32,), 7.0))
+    assert not cache.states[0].ssm.any()  # region 0 untouched
+
+
+def test_state_copies_read_every_source_first():
+    cache = PagedKVCache(state_layout(conv_bytes=4), torch.float32, "cpu")
+    for layer in cache.states.values():
+        for block in range(5):
+            layer.conv[block] = block
+            layer.ssm[block] = 10 + block
+    copy_states(cache.states, [(0, 1, 2), (0, 2, 1), (0, 3, 4)])  # a swap and a copy
+    for layer in cache.states.values():
+        assert [int(layer.conv[b, 0, 0]) for b in range(5)] == [0, 2, 1, 3, 3]
+        assert [int(layer.ssm[b, 0, 0, 0]) for b in range(5)] == [10, 12, 11, 13, 13]
+
+
+def test_state_view_keeps_kernel_minus_one_columns():
+    """transformers hands the mixer [batch, conv_dim, kernel] windows; the pool keeps kernel - 1."""
+    cache = PagedKVCache(state_layout(conv_bytes=4), torch.float32, "cpu")
+    layer = cache.states[0]
+    blocks = torch.tensor([3])
+    fresh = StateView(0, layer, blocks, has_past=False)
+    assert fresh.get_conv_state(0) is None and fresh.get_recurrent_state(0) is None
+    x = torch.arange(16.0).view(1, 8, 2)  # 2 tokens, shorter than the kernel (4)
+    full = fresh.update_conv_state(x, 0)
+    assert full.shape == (1, 8, 4) and torch.equal(full[..., 2:], x) and not full[..., :2].any()
+    fresh.update_recurrent_state(torch.ones(1, 2, 4, 4), 0)
+    fresh.store()
+    assert torch.equal(layer.conv[3], full[0, :, 1:].T)  # (kernel - 1, conv_dim)
+    again = StateView(0, layer, blocks, has_past=True)
+    conv = again.get_conv_state(0)
+    assert conv.shape == (1, 8, 4) and not conv[..., 0].any() and torch.equal(conv[..., 1:], full[..., 1:])
+    assert torch.equal(again.get_recurrent_state(0), torch.ones(1, 2, 4, 4))
+    y = torch.full((1, 8, 3), -1.0)
+    assert torch.equal(again.update_conv_state(y, 0), torch.cat([conv, y], dim=-1))
 
 
 def test_unsupported_layouts():
