@@ -83,12 +83,15 @@ def test_hybrid_human(models, prompt_file, family):
 # 2 layers x (conv 3 x 288 + ssm 4 x 64 x 16) x 4 B = 39,680 B, the null block aside 5 states,
 # one per running request; the attention pool's 196 usable 4-token blocks hold 196 // cdiv(54, 4)
 # = 14 requests. Sustained: min(5, 14) = 5. The vllm layout's figure (states in 48-token attention
-# pages, 3 state blocks per request) is checked against the run only.
-@pytest.mark.parametrize("layout, sustained", [("hkv", 5), ("vllm", None)])
-def test_fill_measures_a_hybrids_sustained_concurrency(models, tmp_path, layout, sustained):
+# pages, 3 state blocks per request) and the other families' are checked against the run only.
+@pytest.mark.parametrize("family, layout, sustained", [
+    ("bamba", "hkv", 5), ("bamba", "vllm", None), ("jamba", "partitioned", None), ("qwen3_next", "vllm", None),
+    ("minimax", "hkv", None), ("falcon_h1", "hkv", None),
+])
+def test_fill_measures_a_hybrids_sustained_concurrency(models, tmp_path, family, layout, sustained):
     prompt = tmp_path / "one.jsonl"
     prompt.write_text(json.dumps({"token_ids": list(range(10, 40))}) + "\n")
-    result = run("--model", models("bamba"), "--prompt-file", prompt, "--block-size", "4",
+    result = run("--model", models(family), "--prompt-file", prompt, "--block-size", "4",
                  "--max-num-batched-tokens", "16", "--max-new-tokens", "24", "--max-model-len", "128",
                  "--kv-memory", "1MiB", "--layout", layout, "--fill", "--format", "json")
     assert result.exit_code == 0, result.stderr
