@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from hkv.cli.explain_log_command import explain_log_command
 from hkv.cli.gpus_command import gpus_command
 from hkv.cli.models_command import models_command
 from hkv.cli.plan_command import plan_command
@@ -25,6 +26,7 @@ app.command("gpus")(gpus_command)
 app.command("simulate")(simulate_command)
 app.command("run")(run_command)
 app.command("verify")(verify_command)
+app.command("explain-log")(explain_log_command)
 
 
 def main() -> None:

@@ -1,0 +1,85 @@
+"""`hkv explain-log FILE|-`: read a vLLM start-up log, re-plan with exactly its inputs, check each
+number it printed against hkv's reproduction, and explain them.
+
+Exit codes: 0 every logged number reproduced; 1 bad input (one stderr line: an unreadable file, a
+log with no line hkv reads, no budget line and no --available-kv-memory, an unknown model); 3 some
+logged number cannot be reproduced (the checks show which).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from hkv.cli.errors import CheckFailedError, handles_errors
+from hkv.cli.log_file import read_log_text
+from hkv.cli.output import OutputFormat, stdout_console, write_json
+from hkv.cli.plan_options import (
+    AvailableOpt, BlockSizeOpt, DtypeOpt, GpuOpt, KvDtypeOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt,
+    PlanOptions, PpOpt, PrefixOpt, SpecTokensOpt, SsmDtypeOpt, TpOpt, VllmLogOpt, VllmVersionOpt,
+)
+from hkv.cli.render_log_explanation import explanation_to_dict, render_explanation
+from hkv.cli.errors import UserError
+from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.log_explanation import explain_log
+from hkv.planner.vllm_log import read_vllm_log
+
+LogArg = Annotated[str, typer.Argument(help="vLLM start-up log file (or a paste of some of its lines); - reads "
+                                            "standard input")]
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", help="catalog name, HF id, model directory or config.json [default: the log's model]")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
+
+# PlanOptions field -> PlanConfig field, where the names differ.
+_CONFIG_FIELD = {"available_kv_memory": "available_kv_memory_bytes", "layout": "primary_layout"}
+
+
+@handles_errors
+def explain_log_command(
+    log_file: LogArg, model: ModelOpt = None, gpu: GpuOpt = None, available_kv_memory: AvailableOpt = None,
+    tp: TpOpt = None, pp: PpOpt = None, dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None,
+    mamba_ssm_dtype: SsmDtypeOpt = None, block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
+    max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None,
+    speculative_tokens: SpecTokensOpt = None, vllm_log: VllmLogOpt = None, vllm_version: VllmVersionOpt = None,
+    no_prefix_caching: NoPrefixOpt = False, enable_prefix_caching: PrefixOpt = False,
+    output_format: FormatOpt = OutputFormat.human,
+) -> None:
+    """Explain a vLLM start-up log: each KV cache number it printed next to hkv's reproduction
+    (✓ or the difference), then why: groups and padding, block size, budget, blocks per request,
+    sustained concurrency and physical limit, and what the other layouts would give. Options fill
+    in what the log lacks and override what it says. Exit 3 when a logged number cannot be
+    reproduced.
+
+    Examples: hkv explain-log vllm.log ; docker logs vllm 2>&1 | hkv explain-log - --format json ;
+    hkv explain-log pasted.txt --model llama-4-scout-17b-16e-instruct --max-num-batched-tokens 8192
+    """
+    options = PlanOptions.from_args(locals())
+    cfg = options.plan_config()  # parses and validates what was given
+    given = _given_fields(options, cfg)
+    log = read_vllm_log(read_log_text(log_file).splitlines())
+    model_name = model or log.args.get("model")
+    if not model_name:
+        raise UserError("the log names no model (no 'non-default args' or engine config line): pass --model")
+    spec = load_model_spec(str(model_name))
+    explanation = explain_log(log, spec, given)
+    if output_format is OutputFormat.json:
+        write_json(explanation_to_dict(explanation))
+    else:
+        render_explanation(explanation, stdout_console())
+    if not explanation.ok:
+        failed = [c.name for c in explanation.checks if not c.ok]
+        raise CheckFailedError(f"{len(failed)} logged number(s) not reproduced: {', '.join(failed)}")
+
+
+def _given_fields(options: PlanOptions, cfg: Any) -> dict[str, Any]:
+    """The PlanConfig fields the user set on the command line (parsed values from `cfg`)."""
+    given = {}
+    for name, value in vars(options).items():
+        if value is None or value is False:
+            continue
+        field = _CONFIG_FIELD.get(name, name)
+        if name in ("no_prefix_caching", "enable_prefix_caching"):
+            field = "enable_prefix_caching"
+        given[field] = getattr(cfg, field)
+    return given
