@@ -98,7 +98,9 @@ def explain_log(log: VllmLog, model: ModelSpec, given: Mapping[str, Any]) -> Log
     if not attempts:
         raise LayoutUnavailableError(f"{model.name}: no vLLM layout applies to this model with the log's settings",
                                      fields=())
-    best = max(attempts, key=lambda a: sum(c.ok for c in a.checks))
+    # Prefer the attempt that reproduces the capacity figures (a budget gives them all), then the
+    # one with the most checks right.
+    best = max(attempts, key=lambda a: (a.budget_range is not None, sum(c.ok for c in a.checks)))
     return _explanation(best, source, band, inputs, assumptions)
 
 
@@ -185,9 +187,19 @@ def _attempt(log: VllmLog, model: ModelSpec, inputs: Mapping[str, Any], layout_n
         return None
     bytes_per_block = sum(p.bytes_per_block for p in first.reports[layout_name].layout.pools)
     budgets = _budgets_in_band(band, bytes_per_block)
-    match = _matching_budgets(budgets, lambda b: _plan_key(log, plan_at(b), layout_name), _logged_key(log))
+    match = None
+    logged = _logged_key(log)
+    # Every logged figure at one budget; failing that, the budget that gives the concurrency (or
+    # the token count) alone, so the checks show the one figure that differs.
+    for target in (logged, (None, logged[1]), (logged[0], None)):
+        if target == (None, None) and logged != (None, None):
+            continue
+        match = _matching_budgets(budgets, lambda b, t=target: _plan_key(t, plan_at(b), layout_name), target)
+        if match is not None:
+            break
     chosen = plan_at(match[0]) if match else first
-    return _Attempt(layout_name, str(inputs["vllm_version"]), chosen, match,
+    full_match = match if match is not None and _plan_key(logged, chosen, layout_name) == logged else None
+    return _Attempt(layout_name, str(inputs["vllm_version"]), chosen, full_match,
                     _checks(log, chosen, layout_name))
 
 
@@ -200,15 +212,16 @@ def _budgets_in_band(band: tuple[int, int], bytes_per_block: int) -> list[int]:
 
 
 def _logged_key(log: VllmLog) -> tuple[Any, ...]:
-    """The logged capacity figures (None: not logged), in the form `_plan_key` gives."""
+    """(tokens, concurrency as printed) of the log; None where it does not print one."""
     return (log.kv_cache_tokens, log.max_concurrency)
 
 
-def _plan_key(log: VllmLog, the_plan: Plan, layout_name: str) -> tuple[Any, ...]:
-    """The plan's figures where the log has them (nondecreasing in the budget)."""
+def _plan_key(target: tuple[Any, ...], the_plan: Plan, layout_name: str) -> tuple[Any, ...]:
+    """The plan's figures in `target`'s form, None where target has None (nondecreasing in the
+    budget)."""
     cap = the_plan.reports[layout_name].capacity
-    return (cap.kv_cache_tokens if log.kv_cache_tokens is not None else None,
-            f"{cap.logged_concurrency:.2f}" if log.max_concurrency is not None else None)
+    return (None if target[0] is None else cap.kv_cache_tokens,
+            None if target[1] is None else f"{cap.logged_concurrency:.2f}")
 
 
 def _matching_budgets(budgets: Sequence[int], key_at: Callable[[int], tuple[Any, ...]],

@@ -86,9 +86,10 @@ def _budget(layout: Layout, band: tuple[int, int], budget_range: tuple[int, int]
 
 def _per_request(layout: Layout, length: int) -> str:
     t = layout.in_flight_tokens
-    parts = [f"{_group_label(g)} {g.blocks_per_request(length, t):,}" for g in layout.groups]
+    shares = Counter((_group_label(g), g.blocks_per_request(length, t)) for g in layout.groups)
     total = sum(layout.blocks_per_request(length))
-    shown = " + ".join(parts) if len(parts) <= 8 else " + ".join(parts[:4]) + f" + ... ({len(parts)} groups)"
+    shown = " + ".join(f"{blocks:,} {label}" if n == 1 else f"{n} x {blocks:,} {label}"
+                       for (label, blocks), n in shares.items())
     text = f"one request of {length:,} tokens may hold {total:,} blocks ({shown})"
     if any(g.kind in (CacheKind.SLIDING, CacheKind.CHUNKED) for g in layout.groups):
         text += (f"; a window or chunk also holds the in-flight allowance T = {t:,} tokens (what may be "
