@@ -8,8 +8,9 @@ log's when it names one; otherwise the numbers tell (one capacity line: 0.28 or 
 the token count is int(concurrency x max_model_len) from 0.20.1 and num_blocks // groups x block
 before), and the explanation says it inferred it. The layout is `vllm`, or `vllm-no-hybrid` when
 the log says the hybrid manager is off (the chunked-local warning, --disable-hybrid-kv-cache-manager);
-for a chunked-local model whose log says neither, both are tried (vLLM turns the manager off for
-chunked local attention unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1).
+for a chunked-local model whose log says neither, both are tried, `vllm` first (vLLM turns the
+manager off for chunked local attention, with that warning, unless
+VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is 1, its default from 0.14).
 
 Pure: no I/O.
 """
@@ -124,7 +125,7 @@ def _hybrid_reason(attempt: _Attempt) -> tuple[str, ...]:
     tail = "" if off is None else (f"; with it off this budget would log {off.capacity.kv_cache_tokens:,} tokens and "
                                    f"{off.capacity.logged_concurrency:.2f}x")
     return ("the logged capacity is that of the hybrid KV cache manager ON (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_"
-            f"HYBRID_KV_CACHE=1, or another start than the one that printed the warning){tail}",)
+            f"HYBRID_KV_CACHE=1, the default from vLLM 0.14), not of the start that printed the warning{tail}",)
 
 
 def _candidate_versions(log: VllmLog, given: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
@@ -162,7 +163,9 @@ def _candidate_layouts(log: VllmLog, model: ModelSpec) -> tuple[str, ...]:
         return ("vllm-no-hybrid", "vllm")
     chunked = any(isinstance(layer, AttentionDesc) and layer.kind is CacheKind.CHUNKED
                   for layer in model.cache_layers)
-    return ("vllm-no-hybrid", "vllm") if chunked else ("vllm",)
+    # No warning: the manager was on (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1
+    # from vLLM 0.14), unless a paste left the warning out.
+    return ("vllm", "vllm-no-hybrid") if chunked else ("vllm",)
 
 
 def _assumptions(log: VllmLog, inputs: Mapping[str, Any]) -> tuple[str, ...]:

@@ -97,6 +97,7 @@ class EngineRun:
     capacity_line: str  # without the log prefix
     notes: list[str]  # padding / alignment messages, without the log prefix
     log_tail: str
+    log_text: str  # the whole engine log, stdout then stderr
 
 
 def _run_engine(case: EngineCase, workdir: Path) -> EngineRun:
@@ -116,7 +117,7 @@ def _run_engine(case: EngineCase, workdir: Path) -> EngineRun:
     result = json.loads(results[-1][len("ORACLE_RESULT "):])
     startup = parse_startup_log(out.splitlines())  # the parser `hkv verify` reads the log with
     assert startup.capacity_line is not None, f"no capacity line in the engine log:\n{tail}"
-    return EngineRun(model_dir, result, startup.capacity_line, list(startup.notes), tail)
+    return EngineRun(model_dir, result, startup.capacity_line, list(startup.notes), tail, out)
 
 
 @pytest.fixture(scope="session")
@@ -194,3 +195,32 @@ def test_engine_capacity_equals_hkv_cli(case: EngineCase, engine_runs) -> None:
         pytest.xfail(case.known_gap)
     assert lines == [run.capacity_line]
     assert report["num_blocks"] == run.result["num_gpu_blocks"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_hkv_explain_log_reads_the_real_engine_log(case: EngineCase, engine_runs, tmp_path) -> None:
+    """`.venv/bin/hkv explain-log` on the engine's own start-up log: every KV cache number vLLM
+    printed (capacity line, block size, padding messages) is reproduced. The CPU translations
+    (module docstring) are given as options: the block size vLLM chose, half its
+    max_num_batched_tokens when it scheduled synchronously, and its exact KV budget."""
+    if not MAIN_HKV.exists():
+        pytest.skip(f"{MAIN_HKV} not found (hkv's main venv)")
+    run = engine_runs(case)
+    a = hkv_args(case, run)
+    log = tmp_path / "engine.log"
+    log.write_text(run.log_text)
+    cmd = [str(MAIN_HKV), "explain-log", str(log), "--model", str(run.model_dir),
+           "--available-kv-memory", str(a["available_kv_memory_bytes"]), "--block-size", str(a["block_size"]),
+           "--max-num-batched-tokens", str(a["max_num_batched_tokens"]), "--format", "json"]
+    if not a["enable_prefix_caching"]:
+        cmd.append("--no-prefix-caching")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode in (0, 3), f"{' '.join(cmd)}\n{proc.stderr[-3000:]}"
+    doc = json.loads(proc.stdout)
+    names = {c["name"] for c in doc["checks"]}
+    assert "KV cache size (tokens)" in names and any(n.startswith("Maximum concurrency") for n in names)
+    if case.known_gap and not doc["ok"]:
+        pytest.xfail(case.known_gap)
+    assert doc["ok"], json.dumps(doc["checks"], indent=1)
+    assert len(doc["checks"]) == 3 + len(run.notes)  # tokens, concurrency, length, one per message
