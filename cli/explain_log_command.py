@@ -49,7 +49,7 @@ def explain_log_command(
     (✓ or the difference), then why: groups and padding, block size, budget, blocks per request,
     sustained concurrency and physical limit, and what the other layouts would give. Options fill
     in what the log lacks and override what it says. Exit 3 when a logged number cannot be
-    reproduced.
+    reproduced. Each option's default is what the log says, then the default shown.
 
     Examples: hkv explain-log vllm.log ; docker logs vllm 2>&1 | hkv explain-log - --format json ;
     hkv explain-log pasted.txt --model llama-4-scout-17b-16e-instruct --max-num-batched-tokens 8192

@@ -72,7 +72,8 @@ DraftLayersOpt = Annotated[int | None, typer.Option(
                            "cache groups under --speculative-tokens, in place of the config's MTP layers")]
 VllmLogOpt = Annotated[VllmLog | None, typer.Option(  # type: ignore[valid-type]
     "--vllm-log", help=f"shorthand for --vllm-version: current = {LOG_FORMAT_VERSIONS['current']}, legacy = "
-                       f"{LOG_FORMAT_VERSIONS['legacy']} (the last two-line, block-count capacity log)")]
+                       f"{LOG_FORMAT_VERSIONS['legacy']} (the last release whose log counts KV cache tokens from blocks; "
+                       "two-line logs last until 0.27)")]
 VllmVersionOpt = Annotated[str | None, typer.Option(
     "--vllm-version", help=f"the vLLM release whose KV cache accounting the vllm layouts follow "
                            f"({format_version(OLDEST_MODELED)} to {format_version(NEWEST_MODELED)}) "
