@@ -6,6 +6,7 @@ from __future__ import annotations
 from enum import Enum
 
 from hkv.planner.plan_config import DTYPE_BYTES, KV_CACHE_DTYPES, LAYOUT_NAMES, VLLM_LOG_FORMATS
+from hkv.planner.serve_command import SERVE_TARGETS
 from hkv.runtime.live.prompt_file import PROMPT_FORMATS
 from hkv.runtime.live.run_config import DEVICES, RUN_LAYOUTS
 
@@ -24,3 +25,4 @@ Dtype = _choices("Dtype", list(DTYPE_BYTES))
 KvCacheDtype = _choices("KvCacheDtype", KV_CACHE_DTYPES)
 VllmLog = _choices("VllmLog", VLLM_LOG_FORMATS)
 PromptFormat = _choices("PromptFormat", PROMPT_FORMATS)
+Emit = _choices("Emit", SERVE_TARGETS)

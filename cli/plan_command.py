@@ -7,12 +7,16 @@ from typing import Annotated
 import typer
 
 from hkv.cli.errors import handles_errors, user_message
+from hkv.cli.list_options import GpuListOpt, TpListOpt, first_gpu, first_tp, is_sweep
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DraftLayersOpt, DtypeOpt, GpuMemoryOpt, GpuOpt,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DraftLayersOpt, DtypeOpt, GpuMemoryOpt,
     KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt,
-    SpecTokensOpt, SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt, VllmVersionOpt, assumed_note,
+    SpecTokensOpt, SsmDtypeOpt, UtilOpt, VllmLogOpt, VllmVersionOpt, assumed_note,
 )
+from hkv.cli.plan_emit import EmitOpt, write_serve
+from hkv.cli.plan_svg import SvgOpt, checked_svg_path, save_svg
+from hkv.cli.plan_sweep import write_sweep
 from hkv.cli.render_plan import render_plan
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.memory_budget import does_not_fit_error
@@ -27,8 +31,8 @@ FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json
 @handles_errors
 def plan_command(
     model: ModelArg,
-    gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, gpu_memory_utilization: UtilOpt = None,
-    available_kv_memory: AvailableOpt = None, tp: TpOpt = None, pp: PpOpt = None,
+    gpu: GpuListOpt = None, gpu_memory: GpuMemoryOpt = None, gpu_memory_utilization: UtilOpt = None,
+    available_kv_memory: AvailableOpt = None, tp: TpListOpt = None, pp: PpOpt = None,
     dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
     block_size: BlockSizeOpt = None, max_model_len: MaxLenOpt = None,
     max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None, output_len: OutputLenOpt = None,
@@ -38,20 +42,29 @@ def plan_command(
     expected_avg_seq_len: AvgLenOpt = None,
     concurrency: ConcurrencyOpt = None, no_prefix_caching: NoPrefixOpt = False,
     enable_prefix_caching: PrefixOpt = False,
-    layout: LayoutOpt = None, output_format: FormatOpt = OutputFormat.human,
+    layout: LayoutOpt = None, emit: EmitOpt = None, output_format: FormatOpt = OutputFormat.human,
+    svg: SvgOpt = None,
 ) -> None:
     """Derive KV cache groups, pages and pool sizes for every layout and predict capacity.
 
     A model that does not fit the GPU is said so on stderr (exit 0: the plan shows why).
 
     Examples: hkv plan gemma-3-27b --gpu h100 ; hkv plan gpt-oss-120b --gpu h200 --max-model-len 32768
-    --format json ; hkv plan ./my-model --available-kv-memory 20GiB --layout vllm
+    --format json ; hkv plan ./my-model --available-kv-memory 20GiB --layout vllm ;
+    hkv plan gemma-3-27b --gpu h100,h200,b200 --tp 1,2,4 ; hkv plan gemma-3-27b --gpu h100 --emit vllm
     """
-    options = PlanOptions.from_args(locals())
+    svg_path = checked_svg_path(svg, sweep=is_sweep(gpu, tp), emit=emit is not None)
+    options = PlanOptions.from_args(locals(), gpu=first_gpu(gpu), tp=first_tp(tp))
     cfg = options.plan_config()
     spec = load_model_spec(model)
+    if is_sweep(gpu, tp):
+        write_sweep(spec, cfg, gpu, tp, options, emit, output_format)
+        return
     result = plan(spec, cfg)
     assumed = options.assumed(result.budget)
+    if emit is not None:
+        write_serve(result, emit, output_format, assumed)
+        return
     if not result.budget.fits:
         note(user_message(does_not_fit_error(spec, result.budget)))
     elif result.primary.capacity.max_num_requests == 0:
@@ -65,3 +78,5 @@ def plan_command(
         if line:
             note(line)
         render_plan(result, stdout_console())
+    if svg_path is not None:
+        save_svg(result, svg_path)

@@ -35,12 +35,13 @@ GpuOpt = Annotated[str | None, typer.Option(
     "--gpu", help=f"GPU name (see `hkv gpus`) [default: {DEFAULTS.gpu}, said on stderr / in JSON when "
                   "assumed]")]
 GpuMemoryOpt = Annotated[str | None, typer.Option(
-    "--gpu-memory", help="GPU memory SIZE instead of --gpu, e.g. 80GiB")]
+    "--gpu-memory", help="GPU memory SIZE instead of --gpu, e.g. 80GiB [default: none, the --gpu's total]")]
 UtilOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization",
     help=f"share of GPU memory for vLLM [default: {DEFAULTS.gpu_memory_utilization}]")]
 AvailableOpt = Annotated[str | None, typer.Option(
-    "--available-kv-memory", help="exact KV cache budget per GPU (SIZE), like vLLM's kv_cache_memory_bytes")]
+    "--available-kv-memory", help="exact KV cache budget per GPU (SIZE), like vLLM's kv_cache_memory_bytes "
+                                    "[default: none, estimated from the GPU]")]
 TpOpt = Annotated[int | None, typer.Option("--tp", help=f"tensor parallel size [default: {DEFAULTS.tp}]")]
 PpOpt = Annotated[int | None, typer.Option("--pp", help=f"pipeline parallel size [default: {DEFAULTS.pp}]")]
 DtypeOpt = Annotated[Dtype | None, typer.Option(  # type: ignore[valid-type]
@@ -69,11 +70,12 @@ SpecTokensOpt = Annotated[int | None, typer.Option(
                                  "layers then join the KV cache groups [default: 0]")]
 DraftLayersOpt = Annotated[int | None, typer.Option(
     "--draft-layers", help="EAGLE: full-attention draft layers (shaped like the model's own) that join the KV "
-                           "cache groups under --speculative-tokens, in place of the config's MTP layers")]
+                           "cache groups under --speculative-tokens, in place of the config's MTP layers "
+                           "[default: none, the config's MTP layers]")]
 VllmLogOpt = Annotated[VllmLog | None, typer.Option(  # type: ignore[valid-type]
     "--vllm-log", help=f"shorthand for --vllm-version: current = {LOG_FORMAT_VERSIONS['current']}, legacy = "
                        f"{LOG_FORMAT_VERSIONS['legacy']} (the last release whose log counts KV cache tokens from blocks; "
-                       "two-line logs last until 0.27)")]
+                       "two-line logs last until 0.27) [default: none, see --vllm-version]")]
 VllmVersionOpt = Annotated[str | None, typer.Option(
     "--vllm-version", help=f"the vLLM release whose KV cache accounting the vllm layouts follow "
                            f"({format_version(OLDEST_MODELED)} to {format_version(NEWEST_MODELED)}) "
@@ -82,14 +84,16 @@ AvgLenOpt = Annotated[str | None, typer.Option(
     "--expected-avg-seq-len",
     help=f"split of separate pools, tokens [env: {EXPECTED_AVG_ENV}; default: max model len]")]
 ConcurrencyOpt = Annotated[int | None, typer.Option(
-    "--concurrency", help="also report the max context length at this many concurrent requests")]
+    "--concurrency", help=f"also report the max context length at this many concurrent requests "
+                          f"[default: {DEFAULTS.concurrency}]")]
 NoPrefixOpt = Annotated[bool, typer.Option(
     "--no-prefix-caching", help="plan with prefix caching off (Mamba 'none' mode) [default: vLLM's default for "
                                 "the model and release: on, but off for pure state-space models and, before "
                                 "0.26, for hybrids]")]
 PrefixOpt = Annotated[bool, typer.Option(
     "--enable-prefix-caching", help="plan with prefix caching on (Mamba 'align' mode), as vLLM's flag of the "
-                                    "same name does where the release's default is off")]
+                                    "same name does where the release's default is off "
+                                    "[default: see --no-prefix-caching]")]
 LayoutOpt = Annotated[PlanLayout | None, typer.Option(  # type: ignore[valid-type]
     "--layout", help=f"primary layout [default: {DEFAULTS.primary_layout}]")]
 

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from hkv.cli.render_layout_picture import layout_picture
 from hkv.planner.layout import Layout
 from hkv.planner.plan import Plan
 from hkv.planner.sizes import format_bytes, format_gib
@@ -79,6 +80,8 @@ def render_plan(plan: Plan, console: Console) -> None:
     for label, cell in rows:
         cmp.add_row(label, *(cell(plan.reports[n]) for n in names))
     console.print(cmp)
+    for report in plan.reports.values():
+        console.print(layout_picture(report.layout))
 
     primary = plan.primary.layout
     groups = Table(title=f"{primary.name} groups")
