@@ -1,7 +1,8 @@
 """Choice between the Triton kernels and the torch reference, and the dispatching entry points.
 
 Rule: `HKV_ATTENTION=triton|torch` forces one implementation; unset (or empty) means Triton for CUDA
-tensors when triton is installed, torch otherwise. The variable is read on every call, so tests and
+tensors when triton is installed, torch otherwise. The torch path is `torch_paged.py` (decodes
+batched; `reference.py` stays the oracle). The variable is read on every call, so tests and
 tools may change it at run time. Triton is imported only when the Triton path is taken, so this module
 (and `hkv.kernels`) works with torch alone.
 """
@@ -10,12 +11,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
 from hkv.kernels.params import AttentionParams
-from hkv.kernels.reference import paged_attention_reference, store_kv_reference
+from hkv.kernels.reference import store_kv_reference
+from hkv.kernels.torch_paged import paged_attention_torch
 
 Backend = Literal["triton", "torch"]
 BACKEND_ENV_VAR = "HKV_ATTENTION"
@@ -73,10 +75,12 @@ def paged_attention_forward(
     *,
     sinks: torch.Tensor | None = None,
     max_query_len: int | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> torch.Tensor:
     """Paged attention over a mixed batch (contract: `hkv.kernels.paged_attention`), on the resolved backend.
 
-    `max_query_len` is only a launch hint for Triton; the torch path ignores it.
+    `max_query_len` is only a launch hint for Triton; the torch path ignores it. `memo` is the
+    torch path's per-step, per-block-table cache of gather indices (see `torch_paged`).
     """
     if resolve_backend(query.device) == "triton":
         from hkv.kernels.paged_attention import paged_attention
@@ -92,6 +96,6 @@ def paged_attention_forward(
             sinks=sinks,
             max_query_len=max_query_len,
         )
-    return paged_attention_reference(
-        query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks=sinks
+    return paged_attention_torch(
+        query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks=sinks, memo=memo
     )

@@ -15,7 +15,7 @@ and builds no mask: causality, windows and chunks are the kernel's (`AttentionPa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -56,6 +56,9 @@ class PagedStep:
     max_query_len: int
     block_tables: tuple[torch.Tensor, ...]  # per group [num_seqs, max_blocks] int32
     slot_mappings: tuple[torch.Tensor, ...]  # per group [num_tokens] int64
+    # per group: the torch kernels' gather indices, computed by the group's first layer this step
+    # and reused by its others (the one mutable part of a step)
+    memos: dict[int, dict[Any, Any]] = field(default_factory=dict)
 
 
 def register_paged_attention() -> str:
@@ -103,7 +106,7 @@ def paged_attention_hook(
     out = paged_attention_forward(
         q, binding.key_cache, binding.value_cache, hkv_step.block_tables[binding.group_id],
         hkv_step.query_start_loc, hkv_step.seq_lens, params,
-        sinks=s_aux, max_query_len=hkv_step.max_query_len,
+        sinks=s_aux, max_query_len=hkv_step.max_query_len, memo=hkv_step.memos.setdefault(binding.group_id, {}),
     )
     return out.unsqueeze(0), None
 

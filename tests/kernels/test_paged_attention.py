@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from hkv.kernels import AttentionParams, paged_attention_forward, paged_attention_reference
+from hkv.kernels.torch_paged import paged_attention_torch
 from hkv.kernels.checks import check_triton_launchable
 from hkv.kernels.paged_attention import paged_attention
 
@@ -139,15 +140,17 @@ def check_all_agree(batch: Batch, params: AttentionParams, device: torch.device)
     atol = TOLERANCES[batch.query.dtype]
     expected = naive_attention(batch, params)
     reference = paged_attention_reference(*batch.args(), params, sinks=batch.sinks)
+    fast = paged_attention_torch(*batch.args(), params, sinks=batch.sinks)
     on_device = to_device(batch, device)
     triton_out = paged_attention(*on_device.args(), params, sinks=on_device.sinks).cpu()
-    for name, got in (("reference", reference), ("triton", triton_out)):
+    for name, got in (("reference", reference), ("torch", fast), ("triton", triton_out)):
         assert got.dtype == batch.query.dtype and got.shape == batch.query.shape, name
         assert not got.isnan().any(), f"{name} produced NaN: a null or unwritten page was read"
         torch.testing.assert_close(
             got.double(), expected, atol=atol, rtol=0, msg=lambda m, name=name: f"{name}: {m}"
         )
     torch.testing.assert_close(triton_out.double(), reference.double(), atol=atol, rtol=0)
+    torch.testing.assert_close(fast.double(), reference.double(), atol=atol, rtol=0)
 
 
 # A mixed step: a fresh 13-token prefill, two decodes, a 5-token prefill chunk on top of 17 cached tokens.

@@ -1,0 +1,145 @@
+"""`hkv run`'s engine against transformers' batched `generate()`, same model, prompts and tokens.
+
+    .venv/bin/python benchmarks/bench_run.py [--repeats 3] [--cases a,b,c]
+
+Cases (tiny random Gemma-3 models saved to a temp dir, greedy, EOS ignored):
+  a: 4 layers, hidden 256, head_dim 64 (sliding 512 + full); 8 prompts of ~200 tokens, 64 new
+  b: the same with 32 prompts
+  c: sliding window 256 + full, 4 prompts of 2,000 tokens, 32 new: paging keeps only the window
+     of the sliding layers, so hkv's KV bytes are also reported next to HF's dense cache.
+
+Each case alternates hkv and HF `repeats` times in one process and reports medians of tokens/s
+over generation only (hkv: scheduler + model steps; HF: the generate call) and end to end
+(+ weights load). Greedy tokens must be equal on both sides (asserted). Prints lines of the form
+`ratio hkv/hf generation <case>: X.XXx`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from hkv.runtime.live.live_run import generate
+from hkv.runtime.live.live_setup import RunOptions, load_runner, open_model, plan_run
+from hkv.runtime.live.run_config import RunConfig
+
+KV_BYTES = 512 << 20
+MAX_NUM_BATCHED_TOKENS = 4096
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    num_prompts: int
+    prompt_len: int
+    new_tokens: int
+    sliding_window: int
+
+
+CASES = {
+    "a": Case("a: 8 x ~200 tokens, 64 new", 8, 200, 64, 512),
+    "b": Case("b: 32 x ~200 tokens, 64 new", 32, 200, 64, 512),
+    "c": Case("c: 4 x 2,000 tokens, window 256, 32 new", 4, 2000, 32, 256),
+}
+
+
+def save_model(case: Case, directory: Path) -> Path:
+    config = AutoConfig.for_model(
+        "gemma3_text", hidden_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+        intermediate_size=512, num_hidden_layers=4, vocab_size=1024, max_position_embeddings=4096,
+        sliding_window=case.sliding_window, layer_types=["sliding_attention", "full_attention"] * 2,
+        tie_word_embeddings=False, initializer_range=0.5, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(copy.deepcopy(config)).save_pretrained(directory)
+    return directory
+
+
+def prompts_for(case: Case) -> list[list[int]]:
+    generator = torch.Generator().manual_seed(1)
+    lens = [case.prompt_len - 8 + (i * 5) % 17 for i in range(case.num_prompts)]  # ragged, ~prompt_len
+    return [torch.randint(3, 1024, (n,), generator=generator).tolist() for n in lens]
+
+
+def run_hkv(path: Path, prompts: list[list[int]], case: Case) -> tuple[list[list[int]], float, float, int]:
+    t0 = time.perf_counter()
+    files = open_model(str(path))
+    options = RunOptions(max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, max_model_len=4096)
+    the_plan = plan_run(files, options, KV_BYTES)
+    runner = load_runner(files, the_plan, torch.device("cpu"))
+    t1 = time.perf_counter()
+    config = RunConfig(max_new_tokens=case.new_tokens, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS)
+    outcome = generate(runner, prompts, config)
+    t2 = time.perf_counter()
+    bytes_per_block = {p.pool_id: p.bytes_per_block // p.num_slots for p in the_plan.primary.layout.pools}
+    held = sum(n * bytes_per_block[g.pool_id] * g.num_layers
+               for n, g in zip(outcome.cache.peak_blocks_in_use, the_plan.primary.layout.groups))
+    return [g.output_token_ids for g in outcome.generations], t2 - t1, t2 - t0, held
+
+
+def run_hf(path: Path, prompts: list[list[int]], case: Case) -> tuple[list[list[int]], float, float, int]:
+    t0 = time.perf_counter()
+    model = AutoModelForCausalLM.from_pretrained(path, attn_implementation="sdpa").eval()
+    t1 = time.perf_counter()
+    width = max(map(len, prompts))
+    ids = torch.zeros(len(prompts), width, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, p in enumerate(prompts):  # left padding
+        ids[i, width - len(p):] = torch.tensor(p)
+        mask[i, width - len(p):] = 1
+    with torch.inference_mode():
+        out = model.generate(ids, attention_mask=mask, max_new_tokens=case.new_tokens, do_sample=False,
+                             eos_token_id=None, pad_token_id=0, return_dict_in_generate=True)
+    t2 = time.perf_counter()
+    # HF's cache: every layer keeps K and V of every position of the padded batch
+    cfg = model.config
+    total_len = width + case.new_tokens
+    held = (2 * cfg.num_hidden_layers * len(prompts) * total_len * cfg.num_key_value_heads * cfg.head_dim
+            * torch.empty((), dtype=model.dtype).element_size())
+    return out.sequences[:, width:].tolist(), t2 - t1, t2 - t0, held
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", default="a,b,c")
+    args = parser.parse_args()
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in args.cases.split(","):
+            case = CASES[key]
+            path = save_model(case, Path(tmp) / key)
+            prompts = prompts_for(case)
+            new = case.new_tokens * len(prompts)
+            gen = {"hkv": [], "hf": []}
+            e2e = {"hkv": [], "hf": []}
+            held = {}
+            for _ in range(args.repeats):
+                for side, fn in (("hkv", run_hkv), ("hf", run_hf)):
+                    tokens, gen_s, e2e_s, held[side] = fn(path, prompts, case)
+                    gen[side].append(new / gen_s)
+                    e2e[side].append(new / e2e_s)
+                    held.setdefault(side + "_tokens", tokens)
+                assert held["hkv_tokens"] == held["hf_tokens"], f"case {key}: greedy tokens differ"
+            g = {s: statistics.median(v) for s, v in gen.items()}
+            e = {s: statistics.median(v) for s, v in e2e.items()}
+            print(f"case {case.name}: generation hkv {g['hkv']:.1f} tok/s, hf {g['hf']:.1f} tok/s; "
+                  f"end to end hkv {e['hkv']:.1f}, hf {e['hf']:.1f}; KV bytes held hkv "
+                  f"{held['hkv']:,} (peak), hf {held['hf']:,}", flush=True)
+            results.append((key, g["hkv"] / g["hf"], e["hkv"] / e["hf"], held["hf"] / max(1, held["hkv"])))
+    for key, ratio_gen, ratio_e2e, bytes_ratio in results:
+        print(f"ratio hkv/hf generation {key}: {ratio_gen:.2f}x")
+        print(f"ratio hkv/hf end to end {key}: {ratio_e2e:.2f}x")
+        print(f"ratio hf/hkv KV bytes {key}: {bytes_ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

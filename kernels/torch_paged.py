@@ -1,0 +1,187 @@
+"""The fast torch path of paged attention (CPU, or CUDA without Triton): decodes batched.
+
+Same contract as `paged_attention.py`. A step's one-token queries (decodes, most of a serving
+step) are computed together: each row gathers exactly the slots of its visible keys (window and
+chunk start included) by (page, offset) indexing, padded to the longest row by repeating its own
+last key, which the mask then hides; no null page, unwritten slot or foreign page is ever read.
+Multi-token queries (prefill chunks) go through `paged_attention_reference` per sequence, where the
+per-call overhead is small next to the work. The reference stays the oracle for both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from hkv.kernels.checks import check_paged_attention_args
+from hkv.kernels.params import AttentionParams
+from hkv.kernels.reference import paged_attention_reference, visible_mask
+
+
+def paged_attention_torch(
+    query: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    seq_lens: torch.Tensor,
+    params: AttentionParams,
+    *,
+    sinks: torch.Tensor | None = None,
+    memo: dict[Any, Any] | None = None,
+) -> torch.Tensor:
+    """[num_tokens, num_q_heads, head_dim] in query's dtype (contract: `paged_attention.py`).
+
+    `memo`: a dict the caller keeps for one step and one block table (every layer of a KV cache
+    group); the decode gather indices, which depend only on the tables, lengths, window and
+    chunk, are computed by the first layer and reused by the others (mutated)."""
+    q_lens = query_start_loc[1:] - query_start_loc[:-1]
+    decode = (q_lens == 1).nonzero().flatten()
+    if decode.numel() == 0:
+        return _prefill(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks)
+    if decode.numel() < q_lens.numel():
+        return _mixed(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks,
+                      decode, q_lens, memo)
+    check_paged_attention_args(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks)
+    return _decode(query, key_cache, value_cache, _gather(block_table, seq_lens, params, key_cache.shape[1], memo),
+                   params, sinks)
+
+
+def _mixed(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, block_table: torch.Tensor,
+           query_start_loc: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams,
+           sinks: torch.Tensor | None, decode: torch.Tensor, q_lens: torch.Tensor,
+           memo: dict[Any, Any] | None) -> torch.Tensor:
+    """Decodes batched, the other sequences through the reference, outputs merged by row."""
+    prefill = (q_lens != 1).nonzero().flatten()
+    starts = query_start_loc[:-1]
+    result = torch.empty_like(query)
+    rows = starts[decode].long()
+    gather = _gather(block_table[decode], seq_lens[decode], params, key_cache.shape[1], memo)
+    result[rows] = _decode(query[rows], key_cache, value_cache, gather, params, sinks)
+    sub_lens = q_lens[prefill]
+    sub_start = torch.zeros(prefill.numel() + 1, dtype=query_start_loc.dtype, device=query.device)
+    sub_start[1:] = sub_lens.cumsum(0)
+    token_rows = torch.cat([torch.arange(int(s), int(s) + int(n), device=query.device)
+                            for s, n in zip(starts[prefill].tolist(), sub_lens.tolist())]) \
+        if prefill.numel() else torch.empty(0, dtype=torch.long, device=query.device)
+    result[token_rows] = _prefill(query[token_rows], key_cache, value_cache, block_table[prefill], sub_start,
+                                  seq_lens[prefill], params, sinks)
+    return result
+
+
+def _prefill(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, block_table: torch.Tensor,
+             query_start_loc: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams,
+             sinks: torch.Tensor | None) -> torch.Tensor:
+    """Multi-token queries, one sequence at a time: SDPA over the sequence's visible keys (gathered
+    exactly, as the reference does), or the reference itself for softcap and sinks."""
+    if sinks is not None or params.softcap is not None:
+        return paged_attention_reference(query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
+                                         params, sinks=sinks)
+    check_paged_attention_args(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks)
+    num_q_heads, head_dim = query.shape[1:]
+    block_size, num_kv_heads = key_cache.shape[1], key_cache.shape[2]
+    out = torch.empty_like(query)
+    starts = query_start_loc.tolist()
+    for seq_id, seq_len in enumerate(seq_lens.tolist()):
+        q_start, q_end = starts[seq_id], starts[seq_id + 1]
+        q_len = q_end - q_start
+        if q_len == 0:
+            continue
+        if seq_len < q_len or -(-seq_len // block_size) > block_table.shape[1]:
+            raise ValueError(f"sequence {seq_id}: seq_len {seq_len} does not fit its {q_len} queries and "
+                             f"{block_table.shape[1]} blocks")
+        first_query_pos = seq_len - q_len
+        first_key = params.first_visible_key(first_query_pos)
+        first_block = first_key // block_size
+        pages = block_table[seq_id, first_block:-(-seq_len // block_size)].long()
+        lo, hi = first_key - first_block * block_size, seq_len - first_block * block_size
+        k = key_cache[pages].flatten(0, 1)[lo:hi].float().transpose(0, 1)  # [Hkv, keys, D]
+        v = value_cache[pages].flatten(0, 1)[lo:hi].float().transpose(0, 1)
+        query_pos = torch.arange(first_query_pos, seq_len, device=query.device)
+        key_pos = torch.arange(first_key, seq_len, device=query.device)
+        mask = visible_mask(query_pos, key_pos, params)
+        q = query[q_start:q_end].float().transpose(0, 1)  # [Hq, q_len, D]
+        o = F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=mask, scale=params.scale,
+                                           enable_gqa=num_q_heads != num_kv_heads)
+        out[q_start:q_end] = o[0].transpose(0, 1).to(query.dtype)
+    return out
+
+
+@dataclass(frozen=True)
+class DecodeGather:
+    """Where each decode row's visible keys are: slot (page, offset) per key, padded to the
+    longest row by repeating the row's last key (hidden by `visible`)."""
+
+    pages: torch.Tensor  # [B, width] int64
+    offsets: torch.Tensor  # [B, width] int64
+    visible: torch.Tensor  # [B, width] bool
+
+
+def _gather(block_table: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams, block_size: int,
+            memo: dict[Any, Any] | None) -> DecodeGather:
+    key = ("decode", params.sliding_window, params.chunk_size)
+    if memo is not None and key in memo:
+        return memo[key]  # type: ignore[no-any-return]
+    gather = decode_gather(block_table, seq_lens, params, block_size)
+    if memo is not None:
+        memo[key] = gather
+    return gather
+
+
+def decode_gather(block_table: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams,
+                  block_size: int) -> DecodeGather:
+    """The visible keys of one-token queries at positions seq_lens - 1 (ValueError for a length
+    of 0 or a table too short)."""
+    device = block_table.device
+    lens = seq_lens.long()
+    if lens.numel() and int(lens.min()) < 1:
+        raise ValueError("a decode sequence has seq_len 0")
+    pos = lens - 1
+    first_key = torch.zeros_like(pos)
+    if params.sliding_window is not None:
+        first_key = torch.maximum(first_key, pos - params.sliding_window + 1)
+    if params.chunk_size is not None:
+        first_key = torch.maximum(first_key, pos // params.chunk_size * params.chunk_size)
+    num_keys = pos - first_key + 1  # [B], visible keys of each row
+    if int(pos.max()) // block_size >= block_table.shape[1]:
+        raise ValueError(f"seq_lens need {int(pos.max()) // block_size + 1} blocks, block_table has "
+                         f"{block_table.shape[1]}")
+    width = int(num_keys.max())
+    # key t of row b: position first_key + t, or (past the row's keys) its last key again, so every
+    # gathered slot is a written one of the row's own pages; the repeats are masked out
+    offsets = torch.arange(width, device=device)
+    visible = offsets[None, :] < num_keys[:, None]  # [B, width]
+    key_pos = first_key[:, None] + torch.minimum(offsets[None, :], (num_keys - 1)[:, None])
+    pages = block_table.long().gather(1, key_pos // block_size)
+    return DecodeGather(pages, key_pos % block_size, visible)
+
+
+def _decode(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, gather: DecodeGather,
+            params: AttentionParams, sinks: torch.Tensor | None) -> torch.Tensor:
+    """query [B, Hq, D], one token per sequence -> [B, Hq, D]."""
+    batch, num_q_heads, head_dim = query.shape
+    num_kv_heads = key_cache.shape[2]
+    group = num_q_heads // num_kv_heads
+    visible = gather.visible
+    k = key_cache[gather.pages, gather.offsets].float()  # [B, width, Hkv, D]
+    v = value_cache[gather.pages, gather.offsets].float()
+    if sinks is None and params.softcap is None:  # SDPA's fused kernel; same math, no cap, no sink
+        out = F.scaled_dot_product_attention(
+            query.float().view(batch, num_q_heads, 1, head_dim), k.transpose(1, 2), v.transpose(1, 2),
+            attn_mask=visible[:, None, None, :], scale=params.scale, enable_gqa=group > 1)
+        return out.reshape(batch, num_q_heads, head_dim).to(query.dtype)
+    q = query.float().view(batch, num_kv_heads, group, head_dim)
+    logits = torch.einsum("bhgd,bkhd->bhgk", q, k) * params.scale
+    if params.softcap is not None:
+        logits = params.softcap * torch.tanh(logits / params.softcap)
+    logits = logits.masked_fill(~visible[:, None, None, :], float("-inf"))
+    if sinks is not None:
+        sink_col = sinks.float().view(1, num_kv_heads, group, 1).expand(batch, num_kv_heads, group, 1)
+        probs = torch.softmax(torch.cat([logits, sink_col], dim=-1), dim=-1)[..., :-1]
+    else:
+        probs = torch.softmax(logits, dim=-1)
+    out = torch.einsum("bhgk,bkhd->bhgd", probs, v)
+    return out.reshape(batch, num_q_heads, head_dim).to(query.dtype)
