@@ -117,8 +117,11 @@ class PagedKVCache:
                 raise UnsupportedLayoutError(
                     f"{g.layer_names[0]}: page of {g.page_size_bytes} bytes x {pool.num_slots} slots is not "
                     f"pool {pool.pool_id}'s {pool.bytes_per_block} bytes per block")
+        # Uninitialized: every slot is written before it is read (slot mappings for K/V, the
+        # kernels read only slots below seq_len; states only once a step has stored them), and
+        # zeroing gigabytes would cost seconds of start-up.
         self.raw_pools: dict[int, torch.Tensor] = {
-            pool.pool_id: torch.zeros(pool.num_blocks * pool.bytes_per_block, dtype=torch.int8,
+            pool.pool_id: torch.empty(pool.num_blocks * pool.bytes_per_block, dtype=torch.int8,
                                       device=self.device)
             for pool in layout.pools
         }
