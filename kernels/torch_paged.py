@@ -94,20 +94,43 @@ def _prefill(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Te
             raise ValueError(f"sequence {seq_id}: seq_len {seq_len} does not fit its {q_len} queries and "
                              f"{block_table.shape[1]} blocks")
         first_query_pos = seq_len - q_len
-        first_key = params.first_visible_key(first_query_pos)
-        first_block = first_key // block_size
-        pages = block_table[seq_id, first_block:-(-seq_len // block_size)].long()
-        lo, hi = first_key - first_block * block_size, seq_len - first_block * block_size
-        k = key_cache[pages].flatten(0, 1)[lo:hi].float().transpose(0, 1)  # [Hkv, keys, D]
-        v = value_cache[pages].flatten(0, 1)[lo:hi].float().transpose(0, 1)
+        bounded = params.sliding_window is not None or params.chunk_size is not None
+        # A window or chunk bounds what a query sees: tiles of queries then read O(tile + W) keys
+        # each instead of the whole prefix.
+        tile = _PREFILL_TILE if bounded else q_len
+        for tile_start in range(first_query_pos, seq_len, tile):
+            tile_end = min(seq_len, tile_start + tile)
+            rows = slice(q_start + tile_start - first_query_pos, q_start + tile_end - first_query_pos)
+            out[rows] = _prefill_tile(query[rows], key_cache, value_cache, block_table[seq_id], tile_start,
+                                      tile_end, params, gqa=num_q_heads != num_kv_heads)
+    return out
+
+
+_PREFILL_TILE = 256  # queries per SDPA call in windowed / chunked layers
+
+
+def _prefill_tile(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, table: torch.Tensor,
+                  first_query_pos: int, seq_len: int, params: AttentionParams, *, gqa: bool) -> torch.Tensor:
+    """Queries at positions [first_query_pos, seq_len) over their visible keys, read exactly."""
+    block_size = key_cache.shape[1]
+    first_key = params.first_visible_key(first_query_pos)
+    first_block = first_key // block_size
+    pages = table[first_block:-(-seq_len // block_size)].long()
+    lo, hi = first_key - first_block * block_size, seq_len - first_block * block_size
+    k = key_cache[pages].flatten(0, 1)[lo:hi].float().transpose(0, 1)  # [Hkv, keys, D]
+    v = value_cache[pages].flatten(0, 1)[lo:hi].float().transpose(0, 1)
+    q = query.float().transpose(0, 1)  # [Hq, queries, D]
+    if first_key == first_query_pos and params.sliding_window is None and params.chunk_size is None:
+        # queries and keys start together: plain causal (SDPA's top-left causal is then exact)
+        o = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True, scale=params.scale,
+                                           enable_gqa=gqa)
+    else:
         query_pos = torch.arange(first_query_pos, seq_len, device=query.device)
         key_pos = torch.arange(first_key, seq_len, device=query.device)
         mask = visible_mask(query_pos, key_pos, params)
-        q = query[q_start:q_end].float().transpose(0, 1)  # [Hq, q_len, D]
         o = F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=mask, scale=params.scale,
-                                           enable_gqa=num_q_heads != num_kv_heads)
-        out[q_start:q_end] = o[0].transpose(0, 1).to(query.dtype)
-    return out
+                                           enable_gqa=gqa)
+    return o[0].transpose(0, 1).to(query.dtype)
 
 
 @dataclass(frozen=True)
