@@ -16,8 +16,7 @@ from typing import Any, Literal
 import torch
 
 from hkv.kernels.params import AttentionParams
-from hkv.kernels.reference import store_kv_reference
-from hkv.kernels.torch_paged import paged_attention_torch
+from hkv.kernels.torch_paged import paged_attention_torch, store_kv_torch
 
 Backend = Literal["triton", "torch"]
 BACKEND_ENV_VAR = "HKV_ATTENTION"
@@ -54,14 +53,16 @@ def store_kv_cache(
     key_cache: torch.Tensor,
     value_cache: torch.Tensor,
     slot_mapping: torch.Tensor,
+    memo: dict[Any, Any] | None = None,
 ) -> None:
-    """Write new K/V into paged slots in place (contract: `hkv.kernels.store_kv`), on the resolved backend."""
+    """Write new K/V into paged slots in place (contract: `hkv.kernels.store_kv`), on the resolved
+    backend. `memo`: the torch path's per-step, per-group cache of row indices."""
     if resolve_backend(key.device) == "triton":
         from hkv.kernels.store_kv import store_kv
 
         store_kv(key, value, key_cache, value_cache, slot_mapping)
     else:
-        store_kv_reference(key, value, key_cache, value_cache, slot_mapping)
+        store_kv_torch(key, value, key_cache, value_cache, slot_mapping, memo)
 
 
 def paged_attention_forward(

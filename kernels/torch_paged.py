@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from hkv.kernels.checks import check_paged_attention_args
+from hkv.kernels.checks import check_paged_attention_args, check_store_kv_args
 from hkv.kernels.params import AttentionParams
 from hkv.kernels.reference import paged_attention_reference, visible_mask
 
@@ -182,6 +182,60 @@ def decode_gather(block_table: torch.Tensor, seq_lens: torch.Tensor, params: Att
     return DecodeGather(pages, key_pos % block_size, visible)
 
 
+def store_kv_torch(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                   slot_mapping: torch.Tensor, memo: dict[Any, Any] | None = None) -> None:
+    """`store_kv_reference`'s contract (negative slots skipped, slots checked in range), writing
+    whole token rows with index_copy_ where the cache's strides allow (see `_rows_view`); the
+    row indices are computed once per step and group through `memo` (mutated)."""
+    rows = memo.get("store") if memo is not None else None
+    if rows is None:
+        check_store_kv_args(key, value, key_cache, value_cache, slot_mapping)
+        keep = slot_mapping >= 0
+        slots = slot_mapping[keep].long()
+        num_blocks, block_size = key_cache.shape[:2]
+        if slots.numel() and int(slots.max()) >= num_blocks * block_size:
+            raise ValueError(f"slot_mapping holds slot {int(slots.max())} but the cache has "
+                             f"{num_blocks * block_size} slots")
+        rows = (keep, slots // block_size, slots % block_size)
+        if memo is not None:
+            memo["store"] = rows
+    keep, pages, offsets = rows
+    for cache, new in ((key_cache, key), (value_cache, value)):
+        view = _rows_view(cache)
+        if view is None:
+            cache[pages, offsets] = new[keep]
+        else:
+            flat, rows_per_block = view
+            flat.index_copy_(0, pages * rows_per_block + offsets, new[keep])
+
+
+def _rows_view(cache: torch.Tensor) -> tuple[torch.Tensor, int] | None:
+    """The cache as one row per token slot ([rows, Hkv, D], a strided view), and rows per block;
+    None when a token's [Hkv, D] is not contiguous or pages are not a whole number of rows apart."""
+    num_blocks, block_size, heads, dim = cache.shape
+    s_block, s_token, s_head, s_dim = cache.stride()
+    row = heads * dim
+    if (s_dim, s_head, s_token) != (1, dim, row) or s_block % row:
+        return None
+    rows_per_block = s_block // row
+    flat = cache.as_strided(((num_blocks - 1) * rows_per_block + block_size, heads, dim), (row, dim, 1),
+                            cache.storage_offset())
+    return flat, rows_per_block
+
+
+def _gather_rows(cache: torch.Tensor, gather: DecodeGather) -> torch.Tensor:
+    """cache[pages, offsets] -> [B, width, Hkv, D]. Where a token's [Hkv, D] is contiguous and pages
+    are a whole number of tokens apart (the pools' layout), read it as rows of one strided view
+    with index_select, which copies row by row; else plain advanced indexing."""
+    view = _rows_view(cache)
+    if view is None:
+        return cache[gather.pages, gather.offsets]
+    flat, rows_per_block = view
+    heads, dim = cache.shape[2:]
+    index = (gather.pages * rows_per_block + gather.offsets).flatten()
+    return flat.index_select(0, index).view(*gather.pages.shape, heads, dim)
+
+
 def _decode(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, gather: DecodeGather,
             params: AttentionParams, sinks: torch.Tensor | None) -> torch.Tensor:
     """query [B, Hq, D], one token per sequence -> [B, Hq, D]."""
@@ -189,8 +243,8 @@ def _decode(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Ten
     num_kv_heads = key_cache.shape[2]
     group = num_q_heads // num_kv_heads
     visible = gather.visible
-    k = key_cache[gather.pages, gather.offsets].float()  # [B, width, Hkv, D]
-    v = value_cache[gather.pages, gather.offsets].float()
+    k = _gather_rows(key_cache, gather).float()  # [B, width, Hkv, D]
+    v = _gather_rows(value_cache, gather).float()
     if sinks is None and params.softcap is None:  # SDPA's fused kernel; same math, no cap, no sink
         out = F.scaled_dot_product_attention(
             query.float().view(batch, num_q_heads, 1, head_dim), k.transpose(1, 2), v.transpose(1, 2),

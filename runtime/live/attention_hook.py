@@ -102,7 +102,8 @@ def paged_attention_hook(
     q = query[0].transpose(0, 1)  # [T, H, D]
     if binding.stores:
         store_kv_cache(key[0].transpose(0, 1), value[0].transpose(0, 1), binding.key_cache,
-                       binding.value_cache, hkv_step.slot_mappings[binding.group_id])
+                       binding.value_cache, hkv_step.slot_mappings[binding.group_id],
+                       memo=hkv_step.memos.setdefault(binding.group_id, {}))
     out = paged_attention_forward(
         q, binding.key_cache, binding.value_cache, hkv_step.block_tables[binding.group_id],
         hkv_step.query_start_loc, hkv_step.seq_lens, params,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from hkv.kernels.torch_paged import store_kv_torch
 from hkv.kernels import store_kv_cache, store_kv_reference
 from hkv.kernels.store_kv import store_kv
 
@@ -35,7 +36,7 @@ def expected_caches(key, value, key_cache, value_cache, slot_mapping):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("slot_dtype", [torch.int64, torch.int32], ids=str)
-@pytest.mark.parametrize("impl", [store_kv, store_kv_reference], ids=["triton", "torch"])
+@pytest.mark.parametrize("impl", [store_kv, store_kv_reference, store_kv_torch], ids=["triton", "reference", "torch"])
 def test_store_matches_loop(impl, dtype: torch.dtype, slot_dtype: torch.dtype, device: torch.device) -> None:
     key, value, key_cache, value_cache, slot_mapping = make_inputs(dtype, device, slot_dtype)
     want_k, want_v = expected_caches(key, value, key_cache, value_cache, slot_mapping)
@@ -46,7 +47,7 @@ def test_store_matches_loop(impl, dtype: torch.dtype, slot_dtype: torch.dtype, d
     assert (key_cache != SENTINEL).sum().item() == written  # padding tokens wrote nothing
 
 
-@pytest.mark.parametrize("impl", [store_kv, store_kv_reference], ids=["triton", "torch"])
+@pytest.mark.parametrize("impl", [store_kv, store_kv_reference, store_kv_torch], ids=["triton", "reference", "torch"])
 def test_store_into_strided_views(impl, device: torch.device) -> None:
     # one [num_blocks, 2, block_size, heads, dim] tensor per layer; K and V are views into it,
     # and key/value come as views of a fused qkv projection
@@ -89,7 +90,7 @@ def test_dispatch(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
         ((2,), lambda t: t[0], "key_cache must be 4-D"),
     ],
 )
-@pytest.mark.parametrize("impl", [store_kv, store_kv_reference], ids=["triton", "torch"])
+@pytest.mark.parametrize("impl", [store_kv, store_kv_reference, store_kv_torch], ids=["triton", "reference", "torch"])
 def test_bad_arguments_raise(impl, positions: tuple[int, ...], bad, message: str) -> None:
     args = list(make_inputs(torch.float32, torch.device("cpu")))
     for position in positions:
