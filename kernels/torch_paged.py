@@ -196,17 +196,20 @@ def store_kv_torch(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tens
         if slots.numel() and int(slots.max()) >= num_blocks * block_size:
             raise ValueError(f"slot_mapping holds slot {int(slots.max())} but the cache has "
                              f"{num_blocks * block_size} slots")
-        rows = (keep, slots // block_size, slots % block_size)
+        # None: every token is stored (no padding), the usual case
+        tokens = None if bool(keep.all()) else keep.nonzero().flatten()
+        rows = (tokens, slots // block_size, slots % block_size)
         if memo is not None:
             memo["store"] = rows
-    keep, pages, offsets = rows
+    tokens, pages, offsets = rows
     for cache, new in ((key_cache, key), (value_cache, value)):
+        kept = new if tokens is None else new.index_select(0, tokens)
         view = _rows_view(cache)
         if view is None:
-            cache[pages, offsets] = new[keep]
+            cache[pages, offsets] = kept
         else:
             flat, rows_per_block = view
-            flat.index_copy_(0, pages * rows_per_block + offsets, new[keep])
+            flat.index_copy_(0, pages * rows_per_block + offsets, kept)
 
 
 def _rows_view(cache: torch.Tensor) -> tuple[torch.Tensor, int] | None:
