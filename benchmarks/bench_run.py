@@ -1,6 +1,6 @@
 """`hkv run`'s engine against transformers' batched `generate()`, same model, prompts and tokens.
 
-    .venv/bin/python benchmarks/bench_run.py [--repeats 3] [--cases a,b,c]
+    .venv/bin/python benchmarks/bench_run.py [--repeats 3] [--cases a,b,c] [--vllm]
 
 Cases (tiny random Gemma-3 models saved to a temp dir, greedy, EOS ignored):
   a: 4 layers, hidden 256, head_dim 64 (sliding 512 + full); 8 prompts of ~200 tokens, 64 new
@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import statistics
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -33,6 +35,8 @@ from hkv.runtime.live.live_setup import RunOptions, load_runner, open_model, pla
 from hkv.runtime.live.run_config import RunConfig
 
 KV_BYTES = 512 << 20
+HERE = Path(__file__).resolve().parent
+VLLM_PYTHON = HERE.parent / ".venv-vllm" / "bin" / "python"
 MAX_NUM_BATCHED_TOKENS = 4096
 
 
@@ -108,10 +112,28 @@ def run_hf(path: Path, prompts: list[list[int]], case: Case) -> tuple[list[list[
     return out.sequences[:, width:].tolist(), t2 - t1, t2 - t0, held
 
 
+def run_vllm(path: Path, prompts: list[list[int]], case: Case) -> tuple[float, list[list[int]]] | None:
+    """(generation tok/s, greedy tokens) from vLLM's CPU engine in the oracle venv (float32, its
+    own defaults otherwise); None when that venv is not there or vLLM fails."""
+    if not VLLM_PYTHON.exists():
+        return None
+    args = {"model": str(path), "prompts": prompts, "new_tokens": case.new_tokens, "max_model_len": 4096,
+            "kv_cache_memory_bytes": KV_BYTES}
+    proc = subprocess.run([str(VLLM_PYTHON), str(HERE / "vllm_generate.py"), json.dumps(args)],
+                          capture_output=True, text=True, timeout=900)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("VLLM_RESULT ")]
+    if proc.returncode or not lines:
+        print(f"vLLM failed on case {case.name} (rc {proc.returncode}): {proc.stderr[-500:]}", flush=True)
+        return None
+    result = json.loads(lines[-1][len("VLLM_RESULT "):])
+    return case.new_tokens * len(prompts) / result["generate_s"], result["tokens"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", default="a,b,c")
+    parser.add_argument("--vllm", action="store_true", help="also time vLLM's CPU engine (oracle venv), once per case")
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     results = []
@@ -136,6 +158,13 @@ def main() -> None:
             print(f"case {case.name}: generation hkv {g['hkv']:.1f} tok/s, hf {g['hf']:.1f} tok/s; "
                   f"end to end hkv {e['hkv']:.1f}, hf {e['hf']:.1f}; KV bytes held hkv "
                   f"{held['hkv']:,} (peak), hf {held['hf']:,}", flush=True)
+            if args.vllm:
+                vllm = run_vllm(path, prompts, case)
+                if vllm is not None:
+                    same = sum(a == b for a, b in zip(vllm[1], held["hf_tokens"]))
+                    print(f"case {case.name}: vLLM CPU generation {vllm[0]:.1f} tok/s "
+                          f"({same}/{len(prompts)} prompts with HF's greedy tokens); ratio hkv/vllm "
+                          f"{g['hkv'] / vllm[0]:.2f}x", flush=True)
             results.append((key, g["hkv"] / g["hf"], e["hkv"] / e["hf"], held["hf"] / max(1, held["hkv"])))
     for key, ratio_gen, ratio_e2e, bytes_ratio in results:
         print(f"ratio hkv/hf generation {key}: {ratio_gen:.2f}x")
