@@ -172,7 +172,12 @@ def test_help_shows_every_options_default():
 PARSE_SCRIPT = r"""
 import json, os, sys
 from vllm import envs
+from vllm.engine import arg_utils
 from vllm.engine.arg_utils import EngineArgs
+
+# EngineArgs resolves an HF id to a local snapshot (a download, or the hub cache); the parse is
+# what is checked, so keep the id as given (CI has no network and no cache).
+arg_utils.get_model_path = lambda model, revision=None: model
 from vllm.entrypoints.cli.serve import ServeSubcommand
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 
