@@ -40,7 +40,8 @@ class RunConfig:
     enable_prefix_caching: bool = True
     eos_token_ids: frozenset[int] = frozenset()
     record_logits: bool = False  # keep each sampled token's logits (tests)
-    check_tables: bool = False  # compare the runner's block tables with the manager's every step
+    check_tables: bool = False  # compare the runner's block tables with the manager's every step, and check
+    # the manager's invariants (check_integrity) when the run ends
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
