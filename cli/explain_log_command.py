@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hkv.cli.errors import CheckFailedError, handles_errors
+from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.log_file import read_log_text
 from hkv.cli.output import OutputFormat, stdout_console, write_json
 from hkv.cli.plan_options import (
@@ -20,7 +20,6 @@ from hkv.cli.plan_options import (
     PlanOptions, PpOpt, PrefixOpt, SpecTokensOpt, SsmDtypeOpt, TpOpt, VllmLogOpt, VllmVersionOpt,
 )
 from hkv.cli.render_log_explanation import explanation_to_dict, render_explanation
-from hkv.cli.errors import UserError
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.log_explanation import explain_log
 from hkv.planner.vllm_log import read_vllm_log

@@ -4,8 +4,9 @@ Same contract as `paged_attention.py`. A step's one-token queries (decodes, most
 step) are computed together: each row gathers exactly the slots of its visible keys (window and
 chunk start included) by (page, offset) indexing, padded to the longest row by repeating its own
 last key, which the mask then hides; no null page, unwritten slot or foreign page is ever read.
-Multi-token queries (prefill chunks) go through `paged_attention_reference` per sequence, where the
-per-call overhead is small next to the work. The reference stays the oracle for both.
+Multi-token queries (prefill chunks) go through SDPA one sequence at a time (windowed / chunked
+ones in query tiles), or through `paged_attention_reference` for softcap and sinks, which SDPA
+lacks. The reference stays the oracle for all of it.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _mixed(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tens
            query_start_loc: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams,
            sinks: torch.Tensor | None, decode: torch.Tensor, q_lens: torch.Tensor,
            memo: dict[Any, Any] | None) -> torch.Tensor:
-    """Decodes batched, the other sequences through the reference, outputs merged by row."""
+    """Decodes batched, the other sequences through `_prefill`, outputs merged by row."""
     prefill = (q_lens != 1).nonzero().flatten()
     starts = query_start_loc[:-1]
     result = torch.empty_like(query)

@@ -35,6 +35,7 @@ from hkv.runtime.live.hf_loader import (
 )
 from hkv.runtime.live.host_memory import available_host_memory_bytes
 from hkv.runtime.live.model_runner import ModelRunner
+from hkv.runtime.live.paged_kv_cache import state_dtype_preference
 from hkv.runtime.live.prompt_file import Prompt
 from hkv.runtime.live.run_config import DEFAULT_CPU_KV_MEMORY_BYTES
 
@@ -227,7 +228,7 @@ def state_dtypes(model: ModelFiles, mamba_ssm_dtype: str) -> tuple[torch.dtype, 
 def check_state_dtypes(model: ModelFiles, the_plan: Plan, mamba_ssm_dtype: str) -> None:
     """InvalidOptionError, before any weight loads, when a recurrent state tensor of the plan has
     an element size no dtype hkv run keeps states in has (fp8: PagedKVCache would refuse it)."""
-    preferred = (*state_dtypes(model, mamba_ssm_dtype), model.dtype, torch.float32)
+    preferred = state_dtype_preference(state_dtypes(model, mamba_ssm_dtype), model.dtype)
     sizes = {torch.empty((), dtype=d).element_size() for d in preferred}
     for group in the_plan.primary.layout.groups:
         if isinstance(group.spec, StateCacheSpec) and not set(group.spec.dtype_bytes) <= sizes:

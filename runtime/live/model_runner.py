@@ -142,7 +142,7 @@ class ModelRunner:
         step, token_ids, emit_rows = self._prepare(output)
         with torch.inference_mode():
             if self.recurrent_groups:
-                self.state_slot.step = self._prepare_states(output)
+                self.state_slot.step = self._prepare_states(output, step.query_start_loc)
             try:
                 out = self.model(
                     input_ids=token_ids[None], position_ids=step.positions[None], use_cache=False,
@@ -189,7 +189,7 @@ class ModelRunner:
         )
         return step, self._tensor(token_ids, torch.int64), self._tensor(emit_rows, torch.int64)
 
-    def _prepare_states(self, output: SchedulerOutput) -> StateStep:
+    def _prepare_states(self, output: SchedulerOutput, query_start_loc: torch.Tensor) -> StateStep:
         """Apply the step's state copies, then name each request's live state block per group:
         the last entry of its table (RecurrentStateManager keeps the live state there)."""
         entries = output.scheduled
@@ -206,9 +206,7 @@ class ModelRunner:
             blocks = [self.tables.table(e.request_id, group_id)[-1] for e in entries]
             assert NULL_BLOCK_ID not in blocks, f"group {group_id}: a request without a live state block"
             live[group_id] = self._tensor(blocks, torch.int64)
-        starts = [0]
-        for e in entries:
-            starts.append(starts[-1] + e.num_tokens)
+        starts = query_start_loc.tolist()  # the packed rows _prepare laid out
         has_past = tuple(e.positions.start > 0 for e in entries)
         decode = tuple(i for i, e in enumerate(entries) if has_past[i] and e.num_tokens == 1)
         return StateStep(tuple(starts), has_past, live, decode,

@@ -82,6 +82,12 @@ def state_roles(spec: StateCacheSpec) -> tuple[str, ...]:
     return ("conv",) if spec.variant in CONV_ONLY_VARIANTS else ("ssm",)
 
 
+def state_dtype_preference(state_dtypes: Sequence[torch.dtype], dtype: torch.dtype) -> tuple[torch.dtype, ...]:
+    """The dtypes a state tensor may take, most preferred first: the given ones, then the
+    model's, then float32."""
+    return tuple(dict.fromkeys((*state_dtypes, dtype, torch.float32)))
+
+
 def state_dtype(dtype_bytes: int, preferred: Sequence[torch.dtype]) -> torch.dtype:
     """The first dtype of `preferred` whose element is `dtype_bytes` long; UnsupportedLayoutError
     when none is (e.g. an fp8 state asked of a run that has no fp8 dtype in mind)."""
@@ -107,7 +113,7 @@ class PagedKVCache:
         self.layout = layout
         self.dtype = dtype
         self.device = torch.device(device)
-        self.state_dtypes = tuple(dict.fromkeys((*state_dtypes, dtype, torch.float32)))
+        self.state_dtypes = state_dtype_preference(state_dtypes, dtype)
         elem = torch.empty((), dtype=dtype).element_size()
         slots = {p.pool_id: p for p in layout.pools}
         for g in layout.groups:

@@ -30,17 +30,23 @@ def interpreted_kernels() -> bool:
     return all(type(k).__name__ == "InterpretedFunction" for k in (_paged_attention_kernel, _store_kv_kernel))
 
 
-@pytest.mark.parametrize("family", ["gpt_oss", "gemma2"])  # sinks + window; softcap + window
-def test_triton_kernels_match_transformers(family, tmp_path, monkeypatch):
+def run_on_triton(path, monkeypatch):
+    """Two prompts (19 and 11 tokens, 4 new each) through hkv run with HKV_ATTENTION=triton
+    (skipped unless the kernels are the interpreter's)."""
     if os.environ.get("TRITON_INTERPRET") != "1" or not interpreted_kernels():
         pytest.skip("the Triton kernels were imported compiled; this CPU test needs the interpreter")
     monkeypatch.setenv("HKV_ATTENTION", "triton")
-    path = save_tiny_model(family, tmp_path, num_hidden_layers=2)
     files = open_model(str(path))
     the_plan = plan_run(files, RunOptions(block_size=4, max_num_batched_tokens=16, max_model_len=64), 1 << 20)
     runner = load_runner(files, the_plan, torch.device("cpu"))
     prompts = random_prompts((19, 11))
-    outcome = generate(runner, prompts, RunConfig(max_new_tokens=4, max_num_batched_tokens=16))
+    return prompts, generate(runner, prompts, RunConfig(max_new_tokens=4, max_num_batched_tokens=16))
+
+
+@pytest.mark.parametrize("family", ["gpt_oss", "gemma2"])  # sinks + window; softcap + window
+def test_triton_kernels_match_transformers(family, tmp_path, monkeypatch):
+    path = save_tiny_model(family, tmp_path, num_hidden_layers=2)
+    prompts, outcome = run_on_triton(path, monkeypatch)
     reference = load_reference(path)
     for prompt, generation in zip(prompts, outcome.generations):
         assert generation.output_token_ids == reference_greedy(reference, prompt, 4)
@@ -49,17 +55,10 @@ def test_triton_kernels_match_transformers(family, tmp_path, monkeypatch):
 def test_triton_kernels_run_a_recurrent_hybrid(tmp_path, monkeypatch):
     """Bamba (Mamba2 + attention) with its attention layers on the Triton kernels: the states
     take the same path as on the torch kernels, and the tokens equal generate()'s."""
-    if os.environ.get("TRITON_INTERPRET") != "1" or not interpreted_kernels():
-        pytest.skip("the Triton kernels were imported compiled; this CPU test needs the interpreter")
     from live.tiny_hybrids import reference_generate, save_hybrid
 
-    monkeypatch.setenv("HKV_ATTENTION", "triton")
     path = save_hybrid("bamba", tmp_path)
-    files = open_model(str(path))
-    the_plan = plan_run(files, RunOptions(block_size=4, max_num_batched_tokens=16, max_model_len=64), 1 << 20)
-    runner = load_runner(files, the_plan, torch.device("cpu"))
-    prompts = random_prompts((19, 11))
-    outcome = generate(runner, prompts, RunConfig(max_new_tokens=4, max_num_batched_tokens=16))
+    prompts, outcome = run_on_triton(path, monkeypatch)
     reference = load_reference(path)
     for prompt, generation in zip(prompts, outcome.generations):
         assert generation.output_token_ids == reference_generate(reference, prompt, 4)[0]
