@@ -2,9 +2,9 @@
 
 Entry points dispatch on `HKV_ATTENTION=triton|torch` (unset: Triton for CUDA tensors):
 
-    store_kv_cache(key, value, key_cache, value_cache, slot_mapping) -> None
+    store_kv_cache(key, value, key_cache, value_cache, slot_mapping, memo=None, backend=None) -> None
     paged_attention_forward(query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
-                            params, *, sinks=None, max_query_len=None) -> Tensor
+                            params, *, sinks=None, max_query_len=None, memo=None, backend=None) -> Tensor
 
 The Triton wrappers live in the submodules `store_kv` / `paged_attention` (imported lazily, as they
 import triton); the entry points are named differently on purpose, because importing a submodule binds

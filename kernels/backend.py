@@ -54,10 +54,11 @@ def store_kv_cache(
     value_cache: torch.Tensor,
     slot_mapping: torch.Tensor,
     memo: dict[Any, Any] | None = None,
+    backend: Backend | None = None,
 ) -> None:
-    """Write new K/V into paged slots in place (contract: `hkv.kernels.store_kv`), on the resolved
-    backend. `memo`: the torch path's per-step, per-group cache of row indices."""
-    if resolve_backend(key.device) == "triton":
+    """Write new K/V into paged slots in place (contract: `hkv.kernels.store_kv`), on `backend`
+    (None: resolved now). `memo`: the torch path's per-step, per-group cache of row indices."""
+    if (backend or resolve_backend(key.device)) == "triton":
         from hkv.kernels.store_kv import store_kv
 
         store_kv(key, value, key_cache, value_cache, slot_mapping)
@@ -77,13 +78,15 @@ def paged_attention_forward(
     sinks: torch.Tensor | None = None,
     max_query_len: int | None = None,
     memo: dict[Any, Any] | None = None,
+    backend: Backend | None = None,
 ) -> torch.Tensor:
-    """Paged attention over a mixed batch (contract: `hkv.kernels.paged_attention`), on the resolved backend.
+    """Paged attention over a mixed batch (contract: `hkv.kernels.paged_attention`), on `backend`
+    (None: resolved now; a caller running many layers resolves once per step).
 
     `max_query_len` is only a launch hint for Triton; the torch path ignores it. `memo` is the
-    torch path's per-step, per-block-table cache of gather indices (see `torch_paged`).
+    torch path's per-step, per-block-table cache of checks and gather indices (see `torch_paged`).
     """
-    if resolve_backend(query.device) == "triton":
+    if (backend or resolve_backend(query.device)) == "triton":
         from hkv.kernels.paged_attention import paged_attention
 
         return paged_attention(

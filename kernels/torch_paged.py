@@ -37,8 +37,14 @@ def paged_attention_torch(
     """[num_tokens, num_q_heads, head_dim] in query's dtype (contract: `paged_attention.py`).
 
     `memo`: a dict the caller keeps for one step and one block table (every layer of a KV cache
-    group); the decode gather indices, which depend only on the tables, lengths, window and
-    chunk, are computed by the first layer and reused by the others (mutated)."""
+    group); the argument checks run and the decode gather indices (which depend only on the
+    tables, lengths, window and chunk) are computed by the first layer, and the others reuse
+    them (mutated)."""
+    if memo is None or "checked" not in memo:  # every layer of a group gets the same shapes and tables
+        check_paged_attention_args(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params,
+                                   sinks)
+        if memo is not None:
+            memo["checked"] = True
     q_lens = query_start_loc[1:] - query_start_loc[:-1]
     decode = (q_lens == 1).nonzero().flatten()
     if decode.numel() == 0:
@@ -46,7 +52,6 @@ def paged_attention_torch(
     if decode.numel() < q_lens.numel():
         return _mixed(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks,
                       decode, q_lens, memo)
-    check_paged_attention_args(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks)
     return _decode(query, key_cache, value_cache, _gather(block_table, seq_lens, params, key_cache.shape[1], memo),
                    params, sinks)
 
@@ -77,11 +82,11 @@ def _prefill(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Te
              query_start_loc: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams,
              sinks: torch.Tensor | None) -> torch.Tensor:
     """Multi-token queries, one sequence at a time: SDPA over the sequence's visible keys (gathered
-    exactly, as the reference does), or the reference itself for softcap and sinks."""
+    exactly, as the reference does), or the reference itself for softcap and sinks. Arguments
+    already checked by the caller."""
     if sinks is not None or params.softcap is not None:
         return paged_attention_reference(query, key_cache, value_cache, block_table, query_start_loc, seq_lens,
                                          params, sinks=sinks)
-    check_paged_attention_args(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks)
     num_q_heads, head_dim = query.shape[1:]
     block_size, num_kv_heads = key_cache.shape[1], key_cache.shape[2]
     out = torch.empty_like(query)
@@ -95,9 +100,9 @@ def _prefill(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Te
             raise ValueError(f"sequence {seq_id}: seq_len {seq_len} does not fit its {q_len} queries and "
                              f"{block_table.shape[1]} blocks")
         first_query_pos = seq_len - q_len
-        bounded = params.sliding_window is not None or params.chunk_size is not None
-        # A window or chunk bounds what a query sees: tiles of queries then read O(tile + W) keys
-        # each instead of the whole prefix.
+        # A window or chunk that moves the first visible key within the sequence bounds what a
+        # query sees: tiles of queries then read O(tile + W) keys each instead of the whole prefix.
+        bounded = params.first_visible_key(seq_len - 1) != params.first_visible_key(first_query_pos)
         tile = _PREFILL_TILE if bounded else q_len
         for tile_start in range(first_query_pos, seq_len, tile):
             tile_end = min(seq_len, tile_start + tile)
@@ -107,7 +112,11 @@ def _prefill(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Te
     return out
 
 
-_PREFILL_TILE = 256  # queries per SDPA call in windowed / chunked layers
+_PREFILL_TILE = 128  # queries per SDPA call where a window or chunk moves: keys read per query W + 127
+
+# SDPA's CPU flash kernel, which also returns each query's log-sum-exp: two partial attentions
+# over disjoint keys then merge exactly (the public SDPA returns no LSE).
+_FLASH_WITH_LSE = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
 
 def _prefill_tile(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, table: torch.Tensor,
@@ -118,20 +127,37 @@ def _prefill_tile(query: torch.Tensor, key_cache: torch.Tensor, value_cache: tor
     first_block = first_key // block_size
     pages = table[first_block:-(-seq_len // block_size)].long()
     lo, hi = first_key - first_block * block_size, seq_len - first_block * block_size
-    k = key_cache[pages].flatten(0, 1)[lo:hi].float().transpose(0, 1)  # [Hkv, keys, D]
-    v = value_cache[pages].flatten(0, 1)[lo:hi].float().transpose(0, 1)
-    q = query.float().transpose(0, 1)  # [Hq, queries, D]
-    if first_key == first_query_pos and params.sliding_window is None and params.chunk_size is None:
-        # queries and keys start together: plain causal (SDPA's top-left causal is then exact)
-        o = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True, scale=params.scale,
-                                           enable_gqa=gqa)
-    else:
-        query_pos = torch.arange(first_query_pos, seq_len, device=query.device)
-        key_pos = torch.arange(first_key, seq_len, device=query.device)
-        mask = visible_mask(query_pos, key_pos, params)
-        o = F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=mask, scale=params.scale,
-                                           enable_gqa=gqa)
+    k = key_cache[pages].flatten(0, 1)[lo:hi].float().transpose(0, 1)[None]  # [1, Hkv, keys, D]
+    v = value_cache[pages].flatten(0, 1)[lo:hi].float().transpose(0, 1)[None]
+    q = query.float().transpose(0, 1)[None]  # [1, Hq, queries, D]
+    num_prior = first_query_pos - first_key  # keys before the first query
+    if params.first_visible_key(seq_len - 1) == first_key:  # every query sees from first_key to itself
+        if num_prior == 0:  # queries and keys start together: SDPA's top-left causal is exact
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=params.scale, enable_gqa=gqa)
+            return o[0].transpose(0, 1).to(query.dtype)
+        if _FLASH_WITH_LSE is not None and q.device.type == "cpu":
+            return _prior_then_causal(q, k, v, num_prior, params.scale)[0].transpose(0, 1).to(query.dtype)
+    query_pos = torch.arange(first_query_pos, seq_len, device=query.device)
+    key_pos = torch.arange(first_key, seq_len, device=query.device)
+    mask = visible_mask(query_pos, key_pos, params)
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=params.scale, enable_gqa=gqa)
     return o[0].transpose(0, 1).to(query.dtype)
+
+
+def _prior_then_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, num_prior: int,
+                       scale: float) -> torch.Tensor:
+    """Queries that see all `num_prior` earlier keys plus their own keys causally: the two parts
+    unmasked and top-left causal, merged by their log-sum-exps (no [queries, keys] mask, and the
+    upper triangle is skipped). q [1, Hq, Q, D], k/v [1, Hkv, num_prior + Q, D] -> [1, Hq, Q, D]."""
+    assert _FLASH_WITH_LSE is not None
+    out_prior, lse_prior = _FLASH_WITH_LSE(q, k[:, :, :num_prior], v[:, :, :num_prior], 0.0, False,
+                                           attn_mask=None, scale=scale)
+    out_own, lse_own = _FLASH_WITH_LSE(q, k[:, :, num_prior:], v[:, :, num_prior:], 0.0, True,
+                                       attn_mask=None, scale=scale)
+    top = torch.maximum(lse_prior, lse_own)  # finite: every query sees at least itself
+    w_prior, w_own = (lse_prior - top).exp_(), (lse_own - top).exp_()
+    total = w_prior + w_own
+    return (out_prior * (w_prior / total)[..., None]).add_(out_own * (w_own / total)[..., None])
 
 
 @dataclass(frozen=True)

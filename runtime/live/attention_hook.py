@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from hkv.kernels import AttentionParams, paged_attention_forward, store_kv_cache
+from hkv.kernels import AttentionParams, Backend, paged_attention_forward, store_kv_cache
 
 HOOK_NAME = "hkv_paged"
 
@@ -56,8 +56,9 @@ class PagedStep:
     max_query_len: int
     block_tables: tuple[torch.Tensor, ...]  # per group [num_seqs, max_blocks] int32
     slot_mappings: tuple[torch.Tensor, ...]  # per group [num_tokens] int64
-    # per group: the torch kernels' gather indices, computed by the group's first layer this step
-    # and reused by its others (the one mutable part of a step)
+    backend: Backend = "torch"  # the kernels' implementation, resolved once for the step
+    # per group: the torch kernels' checks and gather indices, done by the group's first layer this
+    # step and reused by its others (the one mutable part of a step)
     memos: dict[int, dict[Any, Any]] = field(default_factory=dict)
 
 
@@ -100,14 +101,15 @@ def paged_attention_hook(
     params = AttentionParams(scale, sliding_window, binding.chunk_size, softcap)
     query = _llama4_temperature_fix(module, query, hkv_step.positions)
     q = query[0].transpose(0, 1)  # [T, H, D]
+    memo = hkv_step.memos.setdefault(binding.group_id, {})
     if binding.stores:
         store_kv_cache(key[0].transpose(0, 1), value[0].transpose(0, 1), binding.key_cache,
-                       binding.value_cache, hkv_step.slot_mappings[binding.group_id],
-                       memo=hkv_step.memos.setdefault(binding.group_id, {}))
+                       binding.value_cache, hkv_step.slot_mappings[binding.group_id], memo=memo,
+                       backend=hkv_step.backend)
     out = paged_attention_forward(
         q, binding.key_cache, binding.value_cache, hkv_step.block_tables[binding.group_id],
         hkv_step.query_start_loc, hkv_step.seq_lens, params,
-        sinks=s_aux, max_query_len=hkv_step.max_query_len, memo=hkv_step.memos.setdefault(binding.group_id, {}),
+        sinks=s_aux, max_query_len=hkv_step.max_query_len, memo=memo, backend=hkv_step.backend,
     )
     return out.unsqueeze(0), None
 

@@ -123,8 +123,9 @@ class _Recorder:
         for request in scheduler.running:
             peaks = self.request_peaks.setdefault(request.request_id, [0] * len(self.peak_groups))
             for g, table in enumerate(self.kv.block_ids(request)):
-                held = sum(1 for b in table if b != NULL_BLOCK_ID)
-                peaks[g] = max(peaks[g], held)
+                held = len(table) - table.count(NULL_BLOCK_ID)
+                if held > peaks[g]:
+                    peaks[g] = held
         stats = self.kv.stats()
         self.peak_groups = [max(a, b) for a, b in zip(self.peak_groups, stats.num_blocks_in_use)]
         in_use = [p.num_blocks - 1 - free for p, free in zip(self.kv.layout.pools, stats.num_free_blocks)]

@@ -17,11 +17,13 @@ the step's state copies (a new live block, a restored checkpoint) before the for
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import torch
 
+from hkv.kernels import resolve_backend
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
 from hkv.planner.layout import Layout
@@ -155,39 +157,46 @@ class ModelRunner:
         return StepOutput(emitting, out.logits[0].float())
 
     def _prepare(self, output: SchedulerOutput) -> tuple[PagedStep, torch.Tensor, torch.Tensor]:
+        """The step's inputs as tensors, with no Python int per token: token ids copied from the
+        requests' int64 arrays, positions and slot mappings computed from per-request starts
+        and the tables' rows."""
         entries = output.scheduled
-        tables = self.tables
-        token_ids: list[int] = []
-        positions: list[int] = []
-        starts = [0]
+        num_seqs = len(entries)
+        tokens = array("q")
         for e in entries:
-            token_ids.extend(e.token_ids)
-            positions.extend(e.positions)
-            starts.append(starts[-1] + e.num_tokens)
-        emit_rows = [starts[i + 1] - 1 for i, e in enumerate(entries) if e.emits_token]
+            tokens.extend(e.token_ids)
+        token_ids = torch.frombuffer(tokens, dtype=torch.int64).clone()
+        counts = torch.tensor([e.num_tokens for e in entries], dtype=torch.int64)
+        first_pos = torch.tensor([e.positions.start for e in entries], dtype=torch.int64)
+        starts = torch.zeros(num_seqs + 1, dtype=torch.int64)
+        torch.cumsum(counts, 0, out=starts[1:])
+        seq_of_token = torch.repeat_interleave(torch.arange(num_seqs), counts)  # [num_tokens]
+        positions = torch.arange(len(tokens)) + (first_pos - starts[:-1]).index_select(0, seq_of_token)
+        emits = torch.tensor([e.emits_token for e in entries], dtype=torch.bool)
+        emit_rows = (starts[1:] - 1)[emits]
+        step_rows = self.tables.step_rows([e.request_id for e in entries])
         block_tables = []
         slot_mappings = []
-        for group_id in range(len(self.layout.groups)):
+        for group_id, block_size in enumerate(self.tables.block_sizes):
             if group_id in self.recurrent_groups:  # read through StateStep.live_blocks instead
-                block_tables.append(self._tensor([[]], torch.int32))
-                slot_mappings.append(self._tensor([], torch.int64))
+                block_tables.append(torch.zeros(1, 0, dtype=torch.int32, device=self.device))
+                slot_mappings.append(torch.zeros(0, dtype=torch.int64, device=self.device))
                 continue
-            rows = [tables.table(e.request_id, group_id) for e in entries]
-            width = max(len(r) for r in rows)
-            padded = [r + [0] * (width - len(r)) for r in rows]
-            block_tables.append(self._tensor(padded, torch.int32))
-            slots = [s for e in entries for s in tables.slot_mapping(e.request_id, group_id, e.positions)]
-            slot_mappings.append(self._tensor(slots, torch.int64))
+            table = self.tables.step_table(step_rows, group_id)
+            blocks = table[seq_of_token, positions // block_size].long()
+            block_tables.append(table.to(self.device, non_blocking=True))
+            slot_mappings.append((blocks * block_size + positions % block_size).to(self.device, non_blocking=True))
         step = PagedStep(
             bindings=self.bindings,
-            positions=self._tensor(positions, torch.int64),
-            query_start_loc=self._tensor(starts, torch.int32),
-            seq_lens=self._tensor([e.positions.stop for e in entries], torch.int32),
-            max_query_len=max(e.num_tokens for e in entries),
+            positions=positions.to(self.device, non_blocking=True),
+            query_start_loc=starts.to(torch.int32).to(self.device, non_blocking=True),
+            seq_lens=(first_pos + counts).to(torch.int32).to(self.device, non_blocking=True),
+            max_query_len=int(counts.max()),
             block_tables=tuple(block_tables),
             slot_mappings=tuple(slot_mappings),
+            backend=resolve_backend(self.device),
         )
-        return step, self._tensor(token_ids, torch.int64), self._tensor(emit_rows, torch.int64)
+        return step, token_ids.to(self.device, non_blocking=True), emit_rows.to(self.device, non_blocking=True)
 
     def _prepare_states(self, output: SchedulerOutput, query_start_loc: torch.Tensor) -> StateStep:
         """Apply the step's state copies, then name each request's live state block per group:

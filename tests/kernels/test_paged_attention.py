@@ -359,10 +359,36 @@ def test_first_visible_key() -> None:
     AttentionParams(scale=HEAD_DIM**-0.5, sliding_window=300, chunk_size=256),
 ], ids=["window", "chunk", "window+chunk"])
 def test_torch_path_tiles_long_bounded_prefills(params: AttentionParams) -> None:
-    """The fast torch path splits a windowed / chunked prefill into 256-query tiles, each reading
+    """The fast torch path splits a windowed / chunked prefill into 128-query tiles, each reading
     only its visible keys: 600 fresh tokens, and 300 on top of 400 cached, equal the oracle."""
     batch = make_batch([600, 300, 1], [600, 700, 650], params=params)
     fast = paged_attention_torch(*batch.args(), params)
     assert not fast.isnan().any()
     torch.testing.assert_close(fast.double(), naive_attention(batch, params), atol=TOLERANCES[torch.float32],
                                rtol=0)
+
+
+@pytest.mark.parametrize("window", [None, 64], ids=["full", "window-covers"])
+@pytest.mark.parametrize("q_lens, seq_lens, merged", [
+    ([40], [40], 0),  # fresh prefill: SDPA's top-left causal
+    ([25], [40], 1),  # a chunk on top of 15 cached tokens: prior keys + own keys, merged by LSE
+    ([25, 1, 9, 40], [60, 61, 9, 40], 1),  # mixed step: one continued chunk, two fresh, a decode
+])
+def test_torch_prefill_fast_paths(window: int | None, q_lens: list[int], seq_lens: list[int], merged: int,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prefill chunks whose first visible key does not move (full attention, or a window longer
+    than the sequence) skip the mask: causal SDPA when queries and keys start together, else the
+    two-part log-sum-exp merge, which runs once per continued chunk and layer; both equal the
+    fp64 oracle."""
+    import hkv.kernels.torch_paged as torch_paged
+
+    calls = []
+    merge = torch_paged._prior_then_causal
+    monkeypatch.setattr(torch_paged, "_prior_then_causal", lambda *a: calls.append(1) or merge(*a))
+    params = AttentionParams(scale=HEAD_DIM**-0.5, sliding_window=window)
+    batch = make_batch(q_lens, seq_lens, params=params, seed=3)
+    fast = paged_attention_torch(*batch.args(), params)
+    assert not fast.isnan().any()
+    torch.testing.assert_close(fast.double(), naive_attention(batch, params), atol=TOLERANCES[torch.float32],
+                               rtol=0)
+    assert len(calls) == merged
