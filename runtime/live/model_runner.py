@@ -28,7 +28,7 @@ from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
 from hkv.planner.layout import Layout
 from hkv.runtime.live.attention_hook import LayerBinding, PagedStep, register_paged_attention
-from hkv.runtime.live.block_tables import BlockTables
+from hkv.runtime.live.tensor_block_tables import TensorBlockTables
 from hkv.runtime.live.paged_kv_cache import PagedKVCache, UnsupportedLayoutError
 from hkv.runtime.live.recurrent_hook import StateStep, StepSlot, bind_mixer, copy_states, recurrent_mixers
 from hkv.runtime.scheduler.scheduler_output import SchedulerOutput
@@ -81,7 +81,7 @@ class ModelRunner:
         self.state_slot = StepSlot()
         self._bind_mixers()
         model.set_attn_implementation(register_paged_attention())
-        self.tables = BlockTables(tuple(g.block_size for g in layout.groups))
+        self.tables = TensorBlockTables(tuple(g.block_size for g in layout.groups))
         self.recurrent_groups = tuple(g for g, group in enumerate(layout.groups)
                                       if group.kind is CacheKind.RECURRENT)
         self.num_steps = 0
@@ -133,7 +133,7 @@ class ModelRunner:
 
     def reset(self) -> None:
         """Forget every block table (a new scheduler starts)."""
-        self.tables = BlockTables(tuple(g.block_size for g in self.layout.groups))
+        self.tables = TensorBlockTables(tuple(g.block_size for g in self.layout.groups))
 
     def execute(self, output: SchedulerOutput) -> StepOutput:
         """Run one scheduled step: store the new K/V, return the logits of the emitting requests."""
