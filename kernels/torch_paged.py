@@ -276,9 +276,12 @@ def _decode(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Ten
     k = _gather_rows(key_cache, gather).float()  # [B, width, Hkv, D]
     v = _gather_rows(value_cache, gather).float()
     if sinks is None and params.softcap is None:  # SDPA's fused kernel; same math, no cap, no sink
+        # The q heads sharing a KV head go where SDPA expects query tokens ([B, Hkv, group, D]):
+        # one query token sees every visible key, so no causal mask applies between them, and
+        # no KV head is repeated.
         out = F.scaled_dot_product_attention(
-            query.float().view(batch, num_q_heads, 1, head_dim), k.transpose(1, 2), v.transpose(1, 2),
-            attn_mask=visible[:, None, None, :], scale=params.scale, enable_gqa=group > 1)
+            query.float().view(batch, num_kv_heads, group, head_dim), k.transpose(1, 2), v.transpose(1, 2),
+            attn_mask=visible[:, None, None, :], scale=params.scale)
         return out.reshape(batch, num_q_heads, head_dim).to(query.dtype)
     q = query.float().view(batch, num_kv_heads, group, head_dim)
     logits = torch.einsum("bhgd,bkhd->bhgk", q, k) * params.scale

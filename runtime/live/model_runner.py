@@ -166,14 +166,21 @@ class ModelRunner:
         for e in entries:
             tokens.extend(e.token_ids)
         token_ids = torch.frombuffer(tokens, dtype=torch.int64).clone()
-        counts = torch.tensor([e.num_tokens for e in entries], dtype=torch.int64)
+        num_tokens = [e.num_tokens for e in entries]
+        max_query_len = max(num_tokens)
+        counts = torch.tensor(num_tokens, dtype=torch.int64)
         first_pos = torch.tensor([e.positions.start for e in entries], dtype=torch.int64)
-        starts = torch.zeros(num_seqs + 1, dtype=torch.int64)
-        torch.cumsum(counts, 0, out=starts[1:])
-        seq_of_token = torch.repeat_interleave(torch.arange(num_seqs), counts)  # [num_tokens]
-        positions = torch.arange(len(tokens)) + (first_pos - starts[:-1]).index_select(0, seq_of_token)
-        emits = torch.tensor([e.emits_token for e in entries], dtype=torch.bool)
-        emit_rows = (starts[1:] - 1)[emits]
+        if max_query_len == 1:  # decodes only: token i is request i
+            starts = torch.arange(num_seqs + 1)
+            seq_of_token = starts[:-1]
+            positions = first_pos
+        else:
+            starts = torch.zeros(num_seqs + 1, dtype=torch.int64)
+            torch.cumsum(counts, 0, out=starts[1:])
+            seq_of_token = torch.repeat_interleave(torch.arange(num_seqs), counts)  # [num_tokens]
+            positions = torch.arange(len(tokens)) + (first_pos - starts[:-1]).index_select(0, seq_of_token)
+        emits = [e.emits_token for e in entries]
+        emit_rows = starts[1:] - 1 if all(emits) else (starts[1:] - 1)[torch.tensor(emits, dtype=torch.bool)]
         step_rows = self.tables.step_rows([e.request_id for e in entries])
         block_tables = []
         slot_mappings = []
@@ -191,7 +198,7 @@ class ModelRunner:
             positions=positions.to(self.device, non_blocking=True),
             query_start_loc=starts.to(torch.int32).to(self.device, non_blocking=True),
             seq_lens=(first_pos + counts).to(torch.int32).to(self.device, non_blocking=True),
-            max_query_len=int(counts.max()),
+            max_query_len=max_query_len,
             block_tables=tuple(block_tables),
             slot_mappings=tuple(slot_mappings),
             backend=resolve_backend(self.device),
