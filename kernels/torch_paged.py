@@ -12,7 +12,7 @@ lacks. The reference stays the oracle for all of it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -40,42 +40,64 @@ def paged_attention_torch(
     group); the argument checks run and the decode gather indices (which depend only on the
     tables, lengths, window and chunk) are computed by the first layer, and the others reuse
     them (mutated)."""
-    if memo is None or "checked" not in memo:  # every layer of a group gets the same shapes and tables
+    split = memo.get("split") if memo is not None else None
+    if split is None:  # every layer of a group gets the same shapes and tables: check and split once
         check_paged_attention_args(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params,
                                    sinks)
+        split = _split(query_start_loc, seq_lens, block_table)
         if memo is not None:
-            memo["checked"] = True
-    q_lens = query_start_loc[1:] - query_start_loc[:-1]
-    decode = (q_lens == 1).nonzero().flatten()
-    if decode.numel() == 0:
+            memo["split"] = split
+    if split.prefill is None:
+        return _decode(query, key_cache, value_cache,
+                       _gather(block_table, seq_lens, params, key_cache.shape[1], memo), params, sinks, memo)
+    if split.decode is None:
         return _prefill(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks)
-    if decode.numel() < q_lens.numel():
-        return _mixed(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params, sinks,
-                      decode, q_lens, memo)
-    return _decode(query, key_cache, value_cache, _gather(block_table, seq_lens, params, key_cache.shape[1], memo),
-                   params, sinks)
-
-
-def _mixed(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, block_table: torch.Tensor,
-           query_start_loc: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams,
-           sinks: torch.Tensor | None, decode: torch.Tensor, q_lens: torch.Tensor,
-           memo: dict[Any, Any] | None) -> torch.Tensor:
-    """Decodes batched, the other sequences through `_prefill`, outputs merged by row."""
-    prefill = (q_lens != 1).nonzero().flatten()
-    starts = query_start_loc[:-1]
+    # decodes batched, the other sequences through `_prefill`, outputs merged by row
+    decode, prefill = split.decode, split.prefill
     result = torch.empty_like(query)
-    rows = starts[decode].long()
-    gather = _gather(block_table[decode], seq_lens[decode], params, key_cache.shape[1], memo)
-    result[rows] = _decode(query[rows], key_cache, value_cache, gather, params, sinks)
-    sub_lens = q_lens[prefill]
-    sub_start = torch.zeros(prefill.numel() + 1, dtype=query_start_loc.dtype, device=query.device)
-    sub_start[1:] = sub_lens.cumsum(0)
-    token_rows = torch.cat([torch.arange(int(s), int(s) + int(n), device=query.device)
-                            for s, n in zip(starts[prefill].tolist(), sub_lens.tolist())]) \
-        if prefill.numel() else torch.empty(0, dtype=torch.long, device=query.device)
-    result[token_rows] = _prefill(query[token_rows], key_cache, value_cache, block_table[prefill], sub_start,
-                                  seq_lens[prefill], params, sinks)
+    gather = _gather(decode.block_table, decode.seq_lens, params, key_cache.shape[1], memo)
+    result[decode.rows] = _decode(query[decode.rows], key_cache, value_cache, gather, params, sinks, memo)
+    result[prefill.rows] = _prefill(query[prefill.rows], key_cache, value_cache, prefill.block_table,
+                                    prefill.query_start_loc, prefill.seq_lens, params, sinks)
     return result
+
+
+class _Part(NamedTuple):
+    """Some sequences of a step as a batch of their own."""
+
+    rows: torch.Tensor  # [tokens] int64: their query rows in the step
+    block_table: torch.Tensor
+    query_start_loc: torch.Tensor  # within `rows`
+    seq_lens: torch.Tensor
+
+
+class _Split(NamedTuple):
+    """A step's one-token queries (decodes) and the others; None where a step has none."""
+
+    decode: _Part | None
+    prefill: _Part | None
+
+
+def _split(query_start_loc: torch.Tensor, seq_lens: torch.Tensor, block_table: torch.Tensor) -> _Split:
+    q_lens = query_start_loc[1:] - query_start_loc[:-1]
+    is_decode = q_lens == 1
+    num_decode = int(is_decode.sum())
+    if num_decode == q_lens.numel():
+        return _Split(_Part(query_start_loc[:-1].long(), block_table, query_start_loc, seq_lens), None)
+    if num_decode == 0:
+        return _Split(None, _Part(torch.arange(int(query_start_loc[-1])), block_table, query_start_loc, seq_lens))
+    device = query_start_loc.device
+    decode = is_decode.nonzero().flatten()
+    prefill = (~is_decode).nonzero().flatten()
+    starts = query_start_loc[:-1]
+    sub_lens = q_lens[prefill]
+    sub_start = torch.zeros(prefill.numel() + 1, dtype=query_start_loc.dtype, device=device)
+    sub_start[1:] = sub_lens.cumsum(0)
+    token_rows = torch.cat([torch.arange(s, s + n, device=device)
+                            for s, n in zip(starts[prefill].tolist(), sub_lens.tolist())])
+    decode_start = torch.arange(decode.numel() + 1, dtype=query_start_loc.dtype, device=device)
+    return _Split(_Part(starts[decode].long(), block_table[decode], decode_start, seq_lens[decode]),
+                  _Part(token_rows, block_table[prefill], sub_start, seq_lens[prefill]))
 
 
 def _prefill(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, block_table: torch.Tensor,
@@ -253,28 +275,35 @@ def _rows_view(cache: torch.Tensor) -> tuple[torch.Tensor, int] | None:
     return flat, rows_per_block
 
 
-def _gather_rows(cache: torch.Tensor, gather: DecodeGather) -> torch.Tensor:
+def _gather_rows(cache: torch.Tensor, gather: DecodeGather, params: AttentionParams,
+                 memo: dict[Any, Any] | None) -> torch.Tensor:
     """cache[pages, offsets] -> [B, width, Hkv, D]. Where a token's [Hkv, D] is contiguous and pages
     are a whole number of tokens apart (the pools' layout), read it as rows of one strided view
-    with index_select, which copies row by row; else plain advanced indexing."""
+    with index_select, which copies row by row; else plain advanced indexing. The row index is
+    computed once per step and layout of rows (`memo`, mutated)."""
     view = _rows_view(cache)
     if view is None:
         return cache[gather.pages, gather.offsets]
     flat, rows_per_block = view
     heads, dim = cache.shape[2:]
-    index = (gather.pages * rows_per_block + gather.offsets).flatten()
+    key = ("rows", params.sliding_window, params.chunk_size, rows_per_block)  # as `_gather`'s key
+    index = memo.get(key) if memo is not None else None
+    if index is None:
+        index = (gather.pages * rows_per_block + gather.offsets).flatten()
+        if memo is not None:
+            memo[key] = index
     return flat.index_select(0, index).view(*gather.pages.shape, heads, dim)
 
 
 def _decode(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, gather: DecodeGather,
-            params: AttentionParams, sinks: torch.Tensor | None) -> torch.Tensor:
+            params: AttentionParams, sinks: torch.Tensor | None, memo: dict[Any, Any] | None) -> torch.Tensor:
     """query [B, Hq, D], one token per sequence -> [B, Hq, D]."""
     batch, num_q_heads, head_dim = query.shape
     num_kv_heads = key_cache.shape[2]
     group = num_q_heads // num_kv_heads
     visible = gather.visible
-    k = _gather_rows(key_cache, gather).float()  # [B, width, Hkv, D]
-    v = _gather_rows(value_cache, gather).float()
+    k = _gather_rows(key_cache, gather, params, memo).float()  # [B, width, Hkv, D]
+    v = _gather_rows(value_cache, gather, params, memo).float()
     if sinks is None and params.softcap is None:  # SDPA's fused kernel; same math, no cap, no sink
         # The q heads sharing a KV head go where SDPA expects query tokens ([B, Hkv, group, D]):
         # one query token sees every visible key, so no causal mask applies between them, and
