@@ -1,6 +1,6 @@
 """`hkv run`'s engine against transformers' batched `generate()`, same model, prompts and tokens.
 
-    .venv/bin/python benchmarks/bench_run.py [--repeats 3] [--cases a,b,c] [--vllm]
+    .venv/bin/python benchmarks/bench_run.py [--repeats 5] [--cases a,b,c] [--vllm]
 
 Cases (tiny random Gemma-3 models saved to a temp dir, greedy, EOS ignored):
   a: 4 layers, hidden 256, head_dim 64 (sliding 512 + full); 8 prompts of ~200 tokens, 64 new
@@ -8,10 +8,14 @@ Cases (tiny random Gemma-3 models saved to a temp dir, greedy, EOS ignored):
   c: sliding window 256 + full, 4 prompts of 2,000 tokens, 32 new: paging keeps only the window
      of the sliding layers, so hkv's KV bytes are also reported next to HF's dense cache.
 
-Each case alternates hkv and HF `repeats` times in one process and reports medians of tokens/s
-over generation only (hkv: scheduler + model steps; HF: the generate call) and end to end
-(+ weights load). Greedy tokens must be equal on both sides (asserted). KV bytes: hkv's peak
-blocks in use x their bytes (the manager's count), HF's cache tensors at the end (measured).
+Each case runs hkv and HF `repeats` times in one process, in alternating order (hkv first, then
+HF first), and reports medians of tokens/s over generation only (hkv: scheduler + model steps;
+HF: the generate call) and end to end (+ weights load). The ratio lines are the medians of the
+per-repeat ratios (each repeat's hkv and HF runs are seconds apart, so a slow spell on a shared
+host hits both), with their range. Greedy tokens must be equal on both sides (asserted).
+KV bytes: hkv's peak blocks in use x their bytes (the manager's count; in (c) a 4,096-token
+step holds a whole prompt in the sliding layers until the step ends), HF's cache tensors at the
+end (measured; its prompt K/V of the sliding layers were activations, not cache).
 Prints lines of the form `ratio hkv/hf generation <case>: X.XXx`.
 """
 
@@ -53,7 +57,6 @@ class Case:
 CASES = {
     "a": Case("a: 8 x ~200 tokens, 64 new", 8, 200, 64, 512),
     "b": Case("b: 32 x ~200 tokens, 64 new", 32, 200, 64, 512),
-    # 512-token prefill chunks: a sliding layer then holds at most W - 1 + T tokens of a prompt
     "c": Case("c: 4 x 2,000 tokens, window 256, 32 new", 4, 2000, 32, 256),
 }
 
@@ -131,7 +134,7 @@ def run_vllm(path: Path, prompts: list[list[int]], case: Case) -> tuple[float, l
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default="a,b,c")
     parser.add_argument("--vllm", action="store_true", help="also time vLLM's CPU engine (oracle venv), once per case")
     args = parser.parse_args()
@@ -143,11 +146,12 @@ def main() -> None:
             path = save_model(case, Path(tmp) / key)
             prompts = prompts_for(case)
             new = case.new_tokens * len(prompts)
-            gen = {"hkv": [], "hf": []}
-            e2e = {"hkv": [], "hf": []}
+            gen: dict[str, list[float]] = {"hkv": [], "hf": []}
+            e2e: dict[str, list[float]] = {"hkv": [], "hf": []}
             held = {}
-            for _ in range(args.repeats):
-                for side, fn in (("hkv", run_hkv), ("hf", run_hf)):
+            sides = [("hkv", run_hkv), ("hf", run_hf)]
+            for repeat in range(args.repeats):
+                for side, fn in sides if repeat % 2 == 0 else sides[::-1]:
                     tokens, gen_s, e2e_s, held[side] = fn(path, prompts, case)
                     gen[side].append(new / gen_s)
                     e2e[side].append(new / e2e_s)
@@ -155,6 +159,8 @@ def main() -> None:
                 assert held["hkv_tokens"] == held["hf_tokens"], f"case {key}: greedy tokens differ"
             g = {s: statistics.median(v) for s, v in gen.items()}
             e = {s: statistics.median(v) for s, v in e2e.items()}
+            gen_ratios = sorted(a / b for a, b in zip(gen["hkv"], gen["hf"]))
+            e2e_ratios = sorted(a / b for a, b in zip(e2e["hkv"], e2e["hf"]))
             print(f"case {case.name}: generation hkv {g['hkv']:.1f} tok/s, hf {g['hf']:.1f} tok/s; "
                   f"end to end hkv {e['hkv']:.1f}, hf {e['hf']:.1f}; KV bytes held hkv "
                   f"{held['hkv']:,} (peak), hf {held['hf']:,}", flush=True)
@@ -165,10 +171,12 @@ def main() -> None:
                     print(f"case {case.name}: vLLM CPU generation {vllm[0]:.1f} tok/s "
                           f"({same}/{len(prompts)} prompts with HF's greedy tokens); ratio hkv/vllm "
                           f"{g['hkv'] / vllm[0]:.2f}x", flush=True)
-            results.append((key, g["hkv"] / g["hf"], e["hkv"] / e["hf"], held["hf"] / max(1, held["hkv"])))
-    for key, ratio_gen, ratio_e2e, bytes_ratio in results:
-        print(f"ratio hkv/hf generation {key}: {ratio_gen:.2f}x")
-        print(f"ratio hkv/hf end to end {key}: {ratio_e2e:.2f}x")
+            results.append((key, gen_ratios, e2e_ratios, held["hf"] / max(1, held["hkv"])))
+    for key, gen_ratios, e2e_ratios, bytes_ratio in results:
+        print(f"ratio hkv/hf generation {key}: {statistics.median(gen_ratios):.2f}x "
+              f"(repeats {gen_ratios[0]:.2f}-{gen_ratios[-1]:.2f})")
+        print(f"ratio hkv/hf end to end {key}: {statistics.median(e2e_ratios):.2f}x "
+              f"(repeats {e2e_ratios[0]:.2f}-{e2e_ratios[-1]:.2f})")
         print(f"ratio hf/hkv KV bytes {key}: {bytes_ratio:.2f}x")
 
 

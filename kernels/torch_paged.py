@@ -190,6 +190,7 @@ class DecodeGather:
     pages: torch.Tensor  # [B, width] int64
     offsets: torch.Tensor  # [B, width] int64
     visible: torch.Tensor  # [B, width] bool
+    bias: torch.Tensor  # [B, 1, 1, width] float32: 0 where visible, -inf where hidden (SDPA's mask)
 
 
 def _gather(block_table: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams, block_size: int,
@@ -228,7 +229,9 @@ def decode_gather(block_table: torch.Tensor, seq_lens: torch.Tensor, params: Att
     visible = offsets[None, :] < num_keys[:, None]  # [B, width]
     key_pos = first_key[:, None] + torch.minimum(offsets[None, :], (num_keys - 1)[:, None])
     pages = block_table.long().gather(1, key_pos // block_size)
-    return DecodeGather(pages, key_pos % block_size, visible)
+    # an additive float mask: SDPA's CPU kernel takes it faster than a boolean one
+    bias = torch.zeros(visible.shape, dtype=torch.float32, device=device).masked_fill_(~visible, float("-inf"))
+    return DecodeGather(pages, key_pos % block_size, visible, bias[:, None, None, :])
 
 
 def store_kv_torch(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
@@ -310,7 +313,7 @@ def _decode(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Ten
         # no KV head is repeated.
         out = F.scaled_dot_product_attention(
             query.float().view(batch, num_kv_heads, group, head_dim), k.transpose(1, 2), v.transpose(1, 2),
-            attn_mask=visible[:, None, None, :], scale=params.scale)
+            attn_mask=gather.bias, scale=params.scale)
         return out.reshape(batch, num_q_heads, head_dim).to(query.dtype)
     q = query.float().view(batch, num_kv_heads, group, head_dim)
     logits = torch.einsum("bhgd,bkhd->bhgk", q, k) * params.scale
