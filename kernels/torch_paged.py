@@ -4,9 +4,11 @@ Same contract as `paged_attention.py`. A step's one-token queries (decodes, most
 step) are computed together: each row gathers exactly the slots of its visible keys (window and
 chunk start included) by (page, offset) indexing, padded to the longest row by repeating its own
 last key, which the mask then hides; no null page, unwritten slot or foreign page is ever read.
-Multi-token queries (prefill chunks) go through SDPA one sequence at a time (windowed / chunked
-ones in query tiles), or through `paged_attention_reference` for softcap and sinks, which SDPA
-lacks. The reference stays the oracle for all of it.
+Multi-token queries (prefill chunks) go through SDPA one sequence at a time: with no mask where
+the first visible key does not move (top-left causal for a fresh prefill; for a continued chunk,
+the earlier keys unmasked and its own keys causal, merged by their log-sum-exps), else with a
+mask in query tiles of a window or chunk; or through `paged_attention_reference` for softcap and
+sinks, which SDPA lacks. The reference stays the oracle for all of it.
 """
 
 from __future__ import annotations
