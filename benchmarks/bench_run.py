@@ -109,7 +109,7 @@ def run_hf(path: Path, prompts: list[list[int]], case: Case) -> tuple[list[list[
                              eos_token_id=None, pad_token_id=0, return_dict_in_generate=True)
     t2 = time.perf_counter()
     # HF's cache as it ended, measured on its tensors (its sliding layers keep only the window)
-    cache = out.past_key_values
+    cache = out["cache"] if "cache" in out else out["past_key_values"]  # renamed in transformers 5.24
     held = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values)
                if isinstance(t, torch.Tensor))
     return out.sequences[:, width:].tolist(), t2 - t1, t2 - t0, held

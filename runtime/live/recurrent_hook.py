@@ -26,30 +26,34 @@ from typing import Any
 
 import torch
 
-from hkv.runtime.live.paged_kv_cache import LayerStates
+from hkv.runtime.live.paged_kv_cache import LayerStates, UnsupportedLayoutError
 from hkv.runtime.live.state_view import StateView
 
 
 @dataclass(frozen=True)
 class MixerKind:
-    cache_arg: str  # the keyword the module's forward takes its cache by
+    # the keyword the module's forward takes its cache by, newest name first: transformers 5.24
+    # renamed cache_params / past_key_values to `cache` (the old names still map onto it, but a
+    # caller's `cache=None` then wins over them)
+    cache_args: tuple[str, ...]
     continues_chunks: bool  # its multi-token path starts from the cached state
 
 
-_MAMBA = MixerKind("cache_params", continues_chunks=True)
+_MAMBA = MixerKind(("cache", "cache_params"), continues_chunks=True)
+_PAST = MixerKind(("cache", "past_key_values"), continues_chunks=True)
 # transformers 5 recurrent mixer classes, by class name.
 MIXERS: dict[str, MixerKind] = {
     "BambaMixer": _MAMBA,
     "GraniteMoeHybridMambaLayer": _MAMBA,
     "NemotronHMamba2Mixer": _MAMBA,
     "FalconH1Mixer": _MAMBA,
-    "JambaMambaMixer": MixerKind("cache_params", continues_chunks=False),
+    "JambaMambaMixer": MixerKind(("cache", "cache_params"), continues_chunks=False),
     "Qwen3NextGatedDeltaNet": _MAMBA,
     "Qwen3_5GatedDeltaNet": _MAMBA,
     "Qwen3_5MoeGatedDeltaNet": _MAMBA,
-    "MiniMaxLightningAttention": MixerKind("past_key_values", continues_chunks=True),
-    "Lfm2ShortConv": MixerKind("past_key_values", continues_chunks=True),
-    "Lfm2MoeShortConv": MixerKind("past_key_values", continues_chunks=True),
+    "MiniMaxLightningAttention": _PAST,
+    "Lfm2ShortConv": _PAST,
+    "Lfm2MoeShortConv": _PAST,
 }
 
 
@@ -87,8 +91,14 @@ def bind_mixer(module: torch.nn.Module, kind: MixerKind, states: LayerStates, sl
     module._hkv_original_forward = original  # type: ignore[assignment]
     named = {p.name for p in inspect.signature(original).parameters.values()
              if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    passed = named - {"hidden_states", kind.cache_arg, "attention_mask"}
     layer_idx = int(module.layer_idx)  # type: ignore[arg-type]
+    cache_arg = next((name for name in kind.cache_args if name in named), None)
+    if cache_arg is None:
+        raise UnsupportedLayoutError(f"layer {layer_idx}: {type(module).__name__}.forward takes its cache by "
+                                     f"none of {', '.join(kind.cache_args)}; this transformers release is not "
+                                     "supported by hkv run")
+    # every name the cache goes by is hkv's to fill, not the caller's
+    passed = named - {"hidden_states", "attention_mask", *kind.cache_args}
 
     def forward(hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         step = slot.step
@@ -99,7 +109,7 @@ def bind_mixer(module: torch.nn.Module, kind: MixerKind, states: LayerStates, sl
         extra = {k: v for k, v in kwargs.items() if k in passed}
 
         def call(x: torch.Tensor, view: StateView) -> tuple[torch.Tensor, bool]:
-            out = original(x, **{kind.cache_arg: view}, attention_mask=None, **extra)
+            out = original(x, **{cache_arg: view}, attention_mask=None, **extra)
             view.store()
             return (out[0], True) if isinstance(out, tuple) else (out, False)
 

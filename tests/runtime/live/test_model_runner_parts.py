@@ -19,7 +19,7 @@ from hkv.runtime.live.attention_hook import LayerBinding, PagedStep, paged_atten
 from hkv.runtime.live.live_run import CacheMeasurements, Generation, RunOutcome, StepTimings  # noqa: E402
 from hkv.runtime.live.live_setup import UnsupportedModelError, open_model  # noqa: E402
 from hkv.runtime.live.paged_kv_cache import PagedKVCache, UnsupportedLayoutError  # noqa: E402
-from hkv.runtime.live.recurrent_hook import copy_states  # noqa: E402
+from hkv.runtime.live.recurrent_hook import MixerKind, StateStep, StepSlot, bind_mixer, copy_states  # noqa: E402
 from hkv.runtime.live.state_view import StateView  # noqa: E402
 from hkv.runtime.live.prompt_file import Prompt, PromptFileError, read_prompt_file  # noqa: E402
 from hkv.runtime.live.run_config import RunConfig  # noqa: E402
@@ -130,6 +130,54 @@ def test_state_view_keeps_kernel_minus_one_columns():
     assert torch.equal(again.get_recurrent_state(0), torch.ones(1, 2, 4, 4))
     y = torch.full((1, 8, 3), -1.0)
     assert torch.equal(again.update_conv_state(y, 0), torch.cat([conv, y], dim=-1))
+
+
+class _NewNames(torch.nn.Module):  # transformers >= 5.24: the cache is `cache`
+    def forward(self, hidden_states, cache=None, attention_mask=None):
+        self.got = {"cache": cache}
+        return hidden_states
+
+
+class _BothNames(torch.nn.Module):  # a forward that still lists the old name beside the new
+    def forward(self, hidden_states, cache=None, cache_params=None, attention_mask=None):
+        self.got = {"cache": cache, "cache_params": cache_params}
+        return hidden_states
+
+
+class _OldNames(torch.nn.Module):  # transformers < 5.24
+    def forward(self, hidden_states, cache_params=None, attention_mask=None):
+        self.got = {"cache_params": cache_params}
+        return hidden_states
+
+
+class _NoCache(torch.nn.Module):
+    def forward(self, hidden_states, attention_mask=None):
+        return hidden_states
+
+
+@pytest.mark.parametrize("mixer, receives", [(_NewNames, "cache"), (_BothNames, "cache"),
+                                             (_OldNames, "cache_params")])
+def test_mixers_get_hkv_state_under_their_cache_name(mixer, receives):
+    """The state view goes by whichever name the mixer's forward takes its cache by, newest
+    first, and a caller's `cache=None` (what transformers' decoder layers pass) never replaces it."""
+    layer = PagedKVCache(state_layout(conv_bytes=4), torch.float32, "cpu").states[0]
+    module = mixer()
+    module.layer_idx = 0
+    slot = StepSlot()
+    bind_mixer(module, MixerKind(("cache", "cache_params"), continues_chunks=True), layer, slot)
+    slot.step = StateStep((0, 3), (False,), {layer.group_id: torch.tensor([1])}, (), torch.zeros(0, dtype=torch.long))
+    out = module(torch.ones(1, 3, 8), cache=None)
+    assert torch.equal(out, torch.ones(1, 3, 8))
+    assert isinstance(module.got[receives], StateView)
+    assert all(v is None for k, v in module.got.items() if k != receives)
+
+
+def test_a_mixer_without_a_cache_argument_is_refused():
+    module = _NoCache()
+    module.layer_idx = 0
+    layer = PagedKVCache(state_layout(conv_bytes=4), torch.float32, "cpu").states[0]
+    with pytest.raises(UnsupportedLayoutError, match="none of cache, cache_params"):
+        bind_mixer(module, MixerKind(("cache", "cache_params"), continues_chunks=True), layer, StepSlot())
 
 
 def test_unsupported_layouts():
