@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
-from hkv.runtime.live.block_tables import BlockTables
-from hkv.runtime.live.tensor_block_tables import TensorBlockTables
-from hkv.runtime.scheduler.scheduler_output import ScheduledRequest, SchedulerOutput
+torch = pytest.importorskip("torch")
+
+from hkv.runtime.live.block_tables import BlockTables  # noqa: E402
+from hkv.runtime.live.tensor_block_tables import TensorBlockTables  # noqa: E402
+from hkv.runtime.scheduler.scheduler_output import ScheduledRequest, SchedulerOutput  # noqa: E402
 
 BLOCK_SIZES = (4, 2)  # two groups
 
