@@ -28,7 +28,7 @@ from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
 from hkv.planner.layout import Layout
 from hkv.runtime.live.attention_hook import LayerBinding, PagedStep, register_paged_attention
-from hkv.runtime.live.tensor_block_tables import TensorBlockTables
+from hkv.runtime.live.tensor_block_tables import StepRows, TensorBlockTables
 from hkv.runtime.live.paged_kv_cache import PagedKVCache, UnsupportedLayoutError
 from hkv.runtime.live.recurrent_hook import StateStep, StepSlot, bind_mixer, copy_states, recurrent_mixers
 from hkv.runtime.scheduler.scheduler_output import SchedulerOutput
@@ -141,10 +141,10 @@ class ModelRunner:
         entries = output.scheduled
         if not entries:
             return StepOutput((), torch.empty(0, 0))
-        step, token_ids, emit_rows = self._prepare(output)
+        step, token_ids, emit_rows, step_rows = self._prepare(output)
         with torch.inference_mode():
             if self.recurrent_groups:
-                self.state_slot.step = self._prepare_states(output, step.query_start_loc)
+                self.state_slot.step = self._prepare_states(output, step.query_start_loc, step_rows)
             try:
                 out = self.model(
                     input_ids=token_ids[None], position_ids=step.positions[None], use_cache=False,
@@ -156,7 +156,7 @@ class ModelRunner:
         emitting = tuple(e.request_id for e in entries if e.emits_token)
         return StepOutput(emitting, out.logits[0].float())
 
-    def _prepare(self, output: SchedulerOutput) -> tuple[PagedStep, torch.Tensor, torch.Tensor]:
+    def _prepare(self, output: SchedulerOutput) -> tuple[PagedStep, torch.Tensor, torch.Tensor, StepRows]:
         """The step's inputs as tensors, with no Python int per token: token ids copied from the
         requests' int64 arrays, positions and slot mappings computed from per-request starts
         and the tables' rows."""
@@ -203,9 +203,11 @@ class ModelRunner:
             slot_mappings=tuple(slot_mappings),
             backend=resolve_backend(self.device),
         )
-        return step, token_ids.to(self.device, non_blocking=True), emit_rows.to(self.device, non_blocking=True)
+        return (step, token_ids.to(self.device, non_blocking=True), emit_rows.to(self.device, non_blocking=True),
+                step_rows)
 
-    def _prepare_states(self, output: SchedulerOutput, query_start_loc: torch.Tensor) -> StateStep:
+    def _prepare_states(self, output: SchedulerOutput, query_start_loc: torch.Tensor,
+                        step_rows: StepRows) -> StateStep:
         """Apply the step's state copies, then name each request's live state block per group:
         the last entry of its table (RecurrentStateManager keeps the live state there)."""
         entries = output.scheduled
@@ -219,9 +221,9 @@ class ModelRunner:
                     self.state_restores[group_id] += restores
         live: dict[int, torch.Tensor] = {}
         for group_id in self.recurrent_groups:
-            blocks = [self.tables.table(e.request_id, group_id)[-1] for e in entries]
-            assert NULL_BLOCK_ID not in blocks, f"group {group_id}: a request without a live state block"
-            live[group_id] = self._tensor(blocks, torch.int64)
+            blocks = self.tables.last_entries(step_rows, [e.request_id for e in entries], group_id)
+            assert bool((blocks != NULL_BLOCK_ID).all()), f"group {group_id}: a request without a live state block"
+            live[group_id] = blocks.to(self.device, non_blocking=True)
         starts = query_start_loc.tolist()  # the packed rows _prepare laid out
         has_past = tuple(e.positions.start > 0 for e in entries)
         decode = tuple(i for i, e in enumerate(entries) if has_past[i] and e.num_tokens == 1)

@@ -76,6 +76,11 @@ class TensorBlockTables:
         """[num_seqs, width] int32: the step's rows of the group's table (a copy)."""
         return self._tables[group_id][:, :max(1, step.widths[group_id])].index_select(0, step.rows)
 
+    def last_entries(self, step: StepRows, request_ids: Sequence[str], group_id: int) -> torch.Tensor:
+        """[num_seqs] int64: each request's last table entry in the group (one indexing op)."""
+        last = torch.tensor([self._lens[r][group_id] - 1 for r in request_ids], dtype=torch.int64)
+        return self._tables[group_id][step.rows, last].long()
+
     def _take_row(self) -> int:
         if self._free_rows:
             return self._free_rows.pop()
