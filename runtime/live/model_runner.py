@@ -21,6 +21,7 @@ from array import array
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from hkv.kernels import resolve_backend
@@ -159,52 +160,54 @@ class ModelRunner:
     def _prepare(self, output: SchedulerOutput) -> tuple[PagedStep, torch.Tensor, torch.Tensor, StepRows]:
         """The step's inputs as tensors, with no Python int per token: token ids copied from the
         requests' int64 arrays, positions and slot mappings computed from per-request starts
-        and the tables' rows."""
+        and the tables' rows. The arithmetic is numpy on the CPU (a few dozen entries per step,
+        where a torch op's dispatch would cost more than the work); each result becomes a
+        tensor sharing its memory, moved to the device once."""
         entries = output.scheduled
         num_seqs = len(entries)
         tokens = array("q")
         for e in entries:
             tokens.extend(e.token_ids)
         token_ids = torch.frombuffer(tokens, dtype=torch.int64).clone()
-        num_tokens = [e.num_tokens for e in entries]
-        max_query_len = max(num_tokens)
-        counts = torch.tensor(num_tokens, dtype=torch.int64)
-        first_pos = torch.tensor([e.positions.start for e in entries], dtype=torch.int64)
+        counts = np.fromiter((e.num_tokens for e in entries), dtype=np.int64, count=num_seqs)
+        first_pos = np.fromiter((e.positions.start for e in entries), dtype=np.int64, count=num_seqs)
+        starts = np.zeros(num_seqs + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        max_query_len = int(counts.max())
         if max_query_len == 1:  # decodes only: token i is request i
-            starts = torch.arange(num_seqs + 1)
-            seq_of_token = starts[:-1]
+            seq_of_token = np.arange(num_seqs)
             positions = first_pos
         else:
-            starts = torch.zeros(num_seqs + 1, dtype=torch.int64)
-            torch.cumsum(counts, 0, out=starts[1:])
-            seq_of_token = torch.repeat_interleave(torch.arange(num_seqs), counts)  # [num_tokens]
-            positions = torch.arange(len(tokens)) + (first_pos - starts[:-1]).index_select(0, seq_of_token)
-        emits = [e.emits_token for e in entries]
-        emit_rows = starts[1:] - 1 if all(emits) else (starts[1:] - 1)[torch.tensor(emits, dtype=torch.bool)]
+            seq_of_token = np.repeat(np.arange(num_seqs), counts)  # [num_tokens]
+            positions = np.arange(len(tokens)) + np.repeat(first_pos - starts[:-1], counts)
+        emit_rows = starts[1:] - 1
+        if not all(e.emits_token for e in entries):
+            emit_rows = emit_rows[np.fromiter((e.emits_token for e in entries), dtype=bool, count=num_seqs)]
         step_rows = self.tables.step_rows([e.request_id for e in entries])
         block_tables = []
         slot_mappings = []
-        for group_id, block_size in enumerate(self.tables.block_sizes):
+        for group_id in range(len(self.tables.block_sizes)):
             if group_id in self.recurrent_groups:  # read through StateStep.live_blocks instead
                 block_tables.append(torch.zeros(1, 0, dtype=torch.int32, device=self.device))
                 slot_mappings.append(torch.zeros(0, dtype=torch.int64, device=self.device))
                 continue
-            table = self.tables.step_table(step_rows, group_id)
-            blocks = table[seq_of_token, positions // block_size].long()
-            block_tables.append(table.to(self.device, non_blocking=True))
-            slot_mappings.append((blocks * block_size + positions % block_size).to(self.device, non_blocking=True))
+            block_tables.append(self._device(self.tables.step_table(step_rows, group_id)))
+            slot_mappings.append(self._device(
+                self.tables.step_slot_mapping(step_rows, group_id, seq_of_token, positions)))
         step = PagedStep(
             bindings=self.bindings,
-            positions=positions.to(self.device, non_blocking=True),
-            query_start_loc=starts.to(torch.int32).to(self.device, non_blocking=True),
-            seq_lens=(first_pos + counts).to(torch.int32).to(self.device, non_blocking=True),
+            positions=self._device(torch.from_numpy(positions)),
+            query_start_loc=self._device(torch.from_numpy(starts.astype(np.int32))),
+            seq_lens=self._device(torch.from_numpy((first_pos + counts).astype(np.int32))),
             max_query_len=max_query_len,
             block_tables=tuple(block_tables),
             slot_mappings=tuple(slot_mappings),
             backend=resolve_backend(self.device),
         )
-        return (step, token_ids.to(self.device, non_blocking=True), emit_rows.to(self.device, non_blocking=True),
-                step_rows)
+        return step, self._device(token_ids), self._device(torch.from_numpy(emit_rows)), step_rows
+
+    def _device(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor if tensor.device == self.device else tensor.to(self.device, non_blocking=True)
 
     def _prepare_states(self, output: SchedulerOutput, query_start_loc: torch.Tensor,
                         step_rows: StepRows) -> StateStep:

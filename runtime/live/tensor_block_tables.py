@@ -1,16 +1,18 @@
-"""TensorBlockTables: the model runner's copy of every running request's block tables, as tensors.
+"""TensorBlockTables: the model runner's copy of every running request's block tables, as arrays.
 
-The tensor twin of `block_tables.BlockTables` (pure Python, which the torch-free simulation
+The array twin of `block_tables.BlockTables` (pure Python, which the torch-free simulation
 tests use); same `apply` / `table` / `slot_mapping` contract.
 
-Per KV cache group one int32 tensor [rows, width] kept between steps: a row per running request
+Per KV cache group one int32 array [rows, width] kept between steps: a row per running request
 (rows are reused once a request finishes or is preempted), entries past a request's table 0
 (the null block, never read). Applying a SchedulerOutput writes only what changed: a new
 request's whole table, or the entries a continuing one appended (a decode appends one every
-block_size tokens). A step's tables are then its requests' rows, selected with one
-index_select per group, and its slot mappings one gather, with no Python int per token.
+block_size tokens). A step's tables are then its requests' rows, selected with one indexing
+op per group, and its slot mappings one gather, with no Python int per token.
 
-The tables live on the CPU; the runner moves a step's selection to its device once per step.
+The arrays are numpy on the CPU: a step's index arithmetic is on a few dozen entries, where a
+numpy op costs about a microsecond and a torch op several. What a step hands on is a torch
+tensor sharing the result's memory; the runner moves it to its device once per step.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from hkv.runtime.scheduler.scheduler_output import SchedulerOutput
@@ -29,7 +32,7 @@ _INITIAL_WIDTH = 16
 class StepRows(NamedTuple):
     """A step's requests as table rows: which row, how many entries each group holds."""
 
-    rows: torch.Tensor  # [num_seqs] int64
+    rows: np.ndarray  # [num_seqs] int64
     widths: tuple[int, ...]  # per group, the longest table among the step's requests
 
 
@@ -40,7 +43,7 @@ class TensorBlockTables:
         self._lens: dict[str, list[int]] = {}  # per request, per group: entries held
         self._free_rows: list[int] = []
         self._num_rows = 0
-        self._tables = [torch.zeros(_INITIAL_ROWS, _INITIAL_WIDTH, dtype=torch.int32) for _ in block_sizes]
+        self._tables = [np.zeros((_INITIAL_ROWS, _INITIAL_WIDTH), dtype=np.int32) for _ in block_sizes]
 
     def apply(self, output: SchedulerOutput) -> None:
         """Forget finished and preempted requests, then write the step's new and appended entries."""
@@ -68,18 +71,27 @@ class TensorBlockTables:
         return [table[p // size] * size + p % size for p in positions]
 
     def step_rows(self, request_ids: Sequence[str]) -> StepRows:
-        rows = [self._row_of[r] for r in request_ids]
+        rows = np.fromiter((self._row_of[r] for r in request_ids), dtype=np.int64, count=len(request_ids))
         widths = tuple(max(self._lens[r][g] for r in request_ids) for g in range(len(self.block_sizes)))
-        return StepRows(torch.tensor(rows, dtype=torch.int64), widths)
+        return StepRows(rows, widths)
 
     def step_table(self, step: StepRows, group_id: int) -> torch.Tensor:
         """[num_seqs, width] int32: the step's rows of the group's table (a copy)."""
-        return self._tables[group_id][:, :max(1, step.widths[group_id])].index_select(0, step.rows)
+        return torch.from_numpy(self._tables[group_id][step.rows, :max(1, step.widths[group_id])])
+
+    def step_slot_mapping(self, step: StepRows, group_id: int, seq_of_token: np.ndarray,
+                          positions: np.ndarray) -> torch.Tensor:
+        """[num_tokens] int64: slot = block_id * block_size + offset of each token, where token t
+        belongs to the step's sequence seq_of_token[t] and sits at positions[t] (one gather)."""
+        size = self.block_sizes[group_id]
+        blocks = self._tables[group_id][step.rows[seq_of_token], positions // size]
+        return torch.from_numpy(blocks.astype(np.int64) * size + positions % size)
 
     def last_entries(self, step: StepRows, request_ids: Sequence[str], group_id: int) -> torch.Tensor:
         """[num_seqs] int64: each request's last table entry in the group (one indexing op)."""
-        last = torch.tensor([self._lens[r][group_id] - 1 for r in request_ids], dtype=torch.int64)
-        return self._tables[group_id][step.rows, last].long()
+        last = np.fromiter((self._lens[r][group_id] - 1 for r in request_ids), dtype=np.int64,
+                           count=len(request_ids))
+        return torch.from_numpy(self._tables[group_id][step.rows, last].astype(np.int64))
 
     def _take_row(self) -> int:
         if self._free_rows:
@@ -96,7 +108,7 @@ class TensorBlockTables:
             return
         del self._lens[request_id]
         for table in self._tables:
-            table[row].zero_()  # padding past a table must stay the null block
+            table[row] = 0  # padding past a table must stay the null block
         self._free_rows.append(row)
 
     def _write(self, row: int, group_id: int, start: int, ids: Sequence[int]) -> None:
@@ -104,10 +116,10 @@ class TensorBlockTables:
         end = start + len(ids)
         if end > table.shape[1]:
             table = self._tables[group_id] = _grown(table, table.shape[0], max(end, 2 * table.shape[1]))
-        table[row, start:end] = torch.tensor(ids, dtype=torch.int32)
+        table[row, start:end] = ids
 
 
-def _grown(table: torch.Tensor, num_rows: int, width: int) -> torch.Tensor:
-    grown = torch.zeros(num_rows, width, dtype=table.dtype)
+def _grown(table: np.ndarray, num_rows: int, width: int) -> np.ndarray:
+    grown = np.zeros((num_rows, width), dtype=table.dtype)
     grown[:table.shape[0], :table.shape[1]] = table
     return grown
