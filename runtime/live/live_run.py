@@ -110,19 +110,25 @@ class RunOutcome:
 class _Recorder:
     """Per-step measurements of the scheduler's requests and the manager's pools."""
 
-    def __init__(self, kv: KVCacheManager) -> None:
+    def __init__(self, kv: KVCacheManager, requests: dict[str, Request]) -> None:
         self.kv = kv
+        self.requests = requests
         num_groups = len(kv.layout.groups)
         self.peak_groups = [0] * num_groups
         self.peak_pools = [0] * len(kv.layout.pools)
         self.peak_running = 0
         self.request_peaks: dict[str, list[int]] = {}
 
-    def after_schedule(self, scheduler: Scheduler) -> None:
+    def after_schedule(self, scheduler: Scheduler, output: SchedulerOutput) -> None:
+        """Record the step's peaks. A request's held blocks grow only when its table does (an
+        admission or appended blocks, both in `output`); between those, releases only shrink
+        them, so only those requests' tables are counted."""
         self.peak_running = max(self.peak_running, len(scheduler.running))
-        for request in scheduler.running:
-            peaks = self.request_peaks.setdefault(request.request_id, [0] * len(self.peak_groups))
-            for g, table in enumerate(self.kv.block_ids(request)):
+        for entry in output.scheduled:
+            if not (entry.is_new or any(entry.block_ids)):
+                continue
+            peaks = self.request_peaks.setdefault(entry.request_id, [0] * len(self.peak_groups))
+            for g, table in enumerate(self.kv.block_ids(self.requests[entry.request_id])):
                 held = len(table) - table.count(NULL_BLOCK_ID)
                 if held > peaks[g]:
                     peaks[g] = held
@@ -156,7 +162,7 @@ def generate(runner: ModelRunner, prompts: Sequence[Sequence[int]], config: RunC
         requests[request.request_id] = request
         generations[request.request_id] = Generation(request.request_id, tuple(prompt))
         scheduler.add_request(request)
-    recorder = _Recorder(kv)
+    recorder = _Recorder(kv, requests)
     copies_before, restores_before = list(runner.state_copies), list(runner.state_restores)
     total_prompt = sum(len(p) for p in prompts)
     prefill_done = prefill_tokens = decode_tokens = 0
@@ -165,7 +171,7 @@ def generate(runner: ModelRunner, prompts: Sequence[Sequence[int]], config: RunC
     while scheduler.has_unfinished_requests:
         t0 = time.perf_counter()
         output = scheduler.schedule()
-        recorder.after_schedule(scheduler)
+        recorder.after_schedule(scheduler, output)
         step = runner.execute(output)
         if config.check_tables:
             check_block_tables(runner, kv, requests, output)

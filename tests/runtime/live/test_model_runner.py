@@ -103,6 +103,34 @@ def test_preemption_recomputes_and_still_matches(gemma3):
         assert generation.output_token_ids == reference_greedy(reference, prompt, 24)
 
 
+def test_request_peaks_equal_a_scan_of_every_running_table(gemma3, monkeypatch):
+    """The recorder counts a request's held blocks only when its table grows (admission or
+    appended blocks); a scan of every running request's table after every schedule (the
+    oracle) gives the same per-request peaks, through preemptions and sliding releases."""
+    import hkv.runtime.live.live_run as live_run
+    from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
+
+    path, _ = gemma3
+    scanned: dict[str, list[int]] = {}
+    record = live_run._Recorder.after_schedule
+
+    def after_schedule(self, scheduler, output):
+        record(self, scheduler, output)
+        for request in scheduler.running:
+            tables = self.kv.block_ids(request)
+            peaks = scanned.setdefault(request.request_id, [0] * len(self.peak_groups))
+            for g, table in enumerate(tables):
+                peaks[g] = max(peaks[g], len(table) - table.count(NULL_BLOCK_ID))
+
+    monkeypatch.setattr(live_run._Recorder, "after_schedule", after_schedule)
+    _, _, runner = make_runner(path, kv_bytes=30 * 2048)  # as the preemption test above
+    outcome = generate(runner, random_prompts((9, 11, 7), seed=5),
+                       RunConfig(max_new_tokens=24, max_num_batched_tokens=MNBT))
+    assert outcome.cache.num_preemptions > 0
+    assert outcome.cache.request_peak_blocks == {rid: tuple(p) for rid, p in scanned.items()}
+    assert sum(outcome.cache.early_released_blocks) > 0  # the sliding group released blocks
+
+
 def test_prefix_cache_hit_matches(gemma3):
     path, reference = gemma3
     _, _, runner = make_runner(path)
