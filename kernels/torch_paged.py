@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -81,25 +82,37 @@ class _Split(NamedTuple):
 
 
 def _split(query_start_loc: torch.Tensor, seq_lens: torch.Tensor, block_table: torch.Tensor) -> _Split:
-    q_lens = query_start_loc[1:] - query_start_loc[:-1]
+    """The step's decodes and other sequences, from the host copy of its offsets (numpy: a few
+    dozen entries, where each torch op's dispatch would cost more than the work)."""
+    device, dtype = query_start_loc.device, query_start_loc.dtype
+    starts = _host(query_start_loc).astype(np.int64)
+    q_lens = np.diff(starts)
     is_decode = q_lens == 1
-    num_decode = int(is_decode.sum())
-    if num_decode == q_lens.numel():
-        return _Split(_Part(query_start_loc[:-1].long(), block_table, query_start_loc, seq_lens), None)
-    if num_decode == 0:
-        return _Split(None, _Part(torch.arange(int(query_start_loc[-1])), block_table, query_start_loc, seq_lens))
-    device = query_start_loc.device
-    decode = is_decode.nonzero().flatten()
-    prefill = (~is_decode).nonzero().flatten()
-    starts = query_start_loc[:-1]
-    sub_lens = q_lens[prefill]
-    sub_start = torch.zeros(prefill.numel() + 1, dtype=query_start_loc.dtype, device=device)
-    sub_start[1:] = sub_lens.cumsum(0)
-    token_rows = torch.cat([torch.arange(s, s + n, device=device)
-                            for s, n in zip(starts[prefill].tolist(), sub_lens.tolist())])
-    decode_start = torch.arange(decode.numel() + 1, dtype=query_start_loc.dtype, device=device)
-    return _Split(_Part(starts[decode].long(), block_table[decode], decode_start, seq_lens[decode]),
-                  _Part(token_rows, block_table[prefill], sub_start, seq_lens[prefill]))
+    if is_decode.all():
+        return _Split(_Part(_on(starts[:-1], device), block_table, query_start_loc, seq_lens), None)
+    if not is_decode.any():
+        return _Split(None, _Part(torch.arange(int(starts[-1]), device=device), block_table, query_start_loc,
+                                  seq_lens))
+    decode, prefill = np.flatnonzero(is_decode), np.flatnonzero(~is_decode)
+    sub_start = np.zeros(prefill.size + 1, dtype=np.int64)
+    np.cumsum(q_lens[prefill], out=sub_start[1:])
+    token_rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in prefill])
+    decode_t, prefill_t = _on(decode, device), _on(prefill, device)
+    return _Split(_Part(_on(starts[decode], device), block_table[decode_t],
+                        _on(np.arange(decode.size + 1), device).to(dtype), seq_lens[decode_t]),
+                  _Part(_on(token_rows, device), block_table[prefill_t], _on(sub_start, device).to(dtype),
+                        seq_lens[prefill_t]))
+
+
+def _host(tensor: torch.Tensor) -> np.ndarray:
+    """A CPU tensor's numpy view (no copy); a device tensor's host copy (the torch path on CUDA
+    is the fallback where Triton is absent)."""
+    return (tensor if tensor.device.type == "cpu" else tensor.cpu()).numpy()
+
+
+def _on(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """The array as a tensor on `device` (shares the array's memory on the CPU)."""
+    return torch.from_numpy(array).to(device)
 
 
 def _prefill(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, block_table: torch.Tensor,
@@ -209,50 +222,56 @@ def _gather(block_table: torch.Tensor, seq_lens: torch.Tensor, params: Attention
 def decode_gather(block_table: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams,
                   block_size: int) -> DecodeGather:
     """The visible keys of one-token queries at positions seq_lens - 1 (ValueError for a length
-    of 0 or a table too short)."""
+    of 0 or a table too short). Computed on the host copy of the tables (numpy: [B, width]
+    entries, once per step and group), returned on the tables' device."""
     device = block_table.device
-    lens = seq_lens.long()
-    if lens.numel() and int(lens.min()) < 1:
+    table = _host(block_table)
+    lens = _host(seq_lens).astype(np.int64)
+    if lens.size and int(lens.min()) < 1:
         raise ValueError("a decode sequence has seq_len 0")
     pos = lens - 1
-    first_key = torch.zeros_like(pos)
+    first_key = np.zeros_like(pos)
     if params.sliding_window is not None:
-        first_key = torch.maximum(first_key, pos - params.sliding_window + 1)
+        first_key = np.maximum(first_key, pos - params.sliding_window + 1)
     if params.chunk_size is not None:
-        first_key = torch.maximum(first_key, pos // params.chunk_size * params.chunk_size)
+        first_key = np.maximum(first_key, pos // params.chunk_size * params.chunk_size)
     num_keys = pos - first_key + 1  # [B], visible keys of each row
-    if int(pos.max()) // block_size >= block_table.shape[1]:
+    if pos.size and int(pos.max()) // block_size >= table.shape[1]:
         raise ValueError(f"seq_lens need {int(pos.max()) // block_size + 1} blocks, block_table has "
-                         f"{block_table.shape[1]}")
-    width = int(num_keys.max())
+                         f"{table.shape[1]}")
+    width = int(num_keys.max()) if num_keys.size else 0
     # key t of row b: position first_key + t, or (past the row's keys) its last key again, so every
     # gathered slot is a written one of the row's own pages; the repeats are masked out
-    offsets = torch.arange(width, device=device)
+    offsets = np.arange(width)
     visible = offsets[None, :] < num_keys[:, None]  # [B, width]
-    key_pos = first_key[:, None] + torch.minimum(offsets[None, :], (num_keys - 1)[:, None])
-    pages = block_table.long().gather(1, key_pos // block_size)
+    key_pos = first_key[:, None] + np.minimum(offsets[None, :], (num_keys - 1)[:, None])
+    pages = np.take_along_axis(table, key_pos // block_size, axis=1).astype(np.int64)
     # an additive float mask: SDPA's CPU kernel takes it faster than a boolean one
-    bias = torch.zeros(visible.shape, dtype=torch.float32, device=device).masked_fill_(~visible, float("-inf"))
-    return DecodeGather(pages, key_pos % block_size, visible, bias[:, None, None, :])
+    bias = np.where(visible, np.float32(0), np.float32(-np.inf))
+    return DecodeGather(_on(pages, device), _on(key_pos % block_size, device), _on(visible, device),
+                        _on(bias, device)[:, None, None, :])
 
 
 def store_kv_torch(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
                    slot_mapping: torch.Tensor, memo: dict[Any, Any] | None = None) -> None:
     """`store_kv_reference`'s contract (negative slots skipped, slots checked in range), writing
     whole token rows with index_copy_ where the cache's strides allow (see `_rows_view`); the
-    row indices are computed once per step and group through `memo` (mutated)."""
+    slots' pages and offsets, and their row index, are computed once per step and group through
+    `memo` (mutated)."""
     rows = memo.get("store") if memo is not None else None
     if rows is None:
         check_store_kv_args(key, value, key_cache, value_cache, slot_mapping)
-        keep = slot_mapping >= 0
-        slots = slot_mapping[keep].long()
+        device = slot_mapping.device
+        slots = _host(slot_mapping).astype(np.int64)
+        keep = slots >= 0
+        kept_slots = slots[keep]
         num_blocks, block_size = key_cache.shape[:2]
-        if slots.numel() and int(slots.max()) >= num_blocks * block_size:
-            raise ValueError(f"slot_mapping holds slot {int(slots.max())} but the cache has "
+        if kept_slots.size and int(kept_slots.max()) >= num_blocks * block_size:
+            raise ValueError(f"slot_mapping holds slot {int(kept_slots.max())} but the cache has "
                              f"{num_blocks * block_size} slots")
         # None: every token is stored (no padding), the usual case
-        tokens = None if bool(keep.all()) else keep.nonzero().flatten()
-        rows = (tokens, slots // block_size, slots % block_size)
+        tokens = None if keep.all() else _on(np.flatnonzero(keep), device)
+        rows = (tokens, _on(kept_slots // block_size, device), _on(kept_slots % block_size, device))
         if memo is not None:
             memo["store"] = rows
     tokens, pages, offsets = rows
@@ -261,9 +280,14 @@ def store_kv_torch(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tens
         view = _rows_view(cache)
         if view is None:
             cache[pages, offsets] = kept
-        else:
-            flat, rows_per_block = view
-            flat.index_copy_(0, pages * rows_per_block + offsets, kept)
+            continue
+        flat, rows_per_block = view
+        index = memo.get(("store rows", rows_per_block)) if memo is not None else None
+        if index is None:
+            index = pages * rows_per_block + offsets
+            if memo is not None:
+                memo[("store rows", rows_per_block)] = index
+        flat.index_copy_(0, index, kept)
 
 
 def _rows_view(cache: torch.Tensor) -> tuple[torch.Tensor, int] | None:
