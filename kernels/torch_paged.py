@@ -13,8 +13,9 @@ sinks, which SDPA lacks. The reference stays the oracle for all of it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import torch
@@ -43,13 +44,12 @@ def paged_attention_torch(
     group); the argument checks run and the decode gather indices (which depend only on the
     tables, lengths, window and chunk) are computed by the first layer, and the others reuse
     them (mutated)."""
-    split = memo.get("split") if memo is not None else None
-    if split is None:  # every layer of a group gets the same shapes and tables: check and split once
+    def checked_split() -> _Split:  # every layer of a group gets the same shapes and tables: once
         check_paged_attention_args(query, key_cache, value_cache, block_table, query_start_loc, seq_lens, params,
                                    sinks)
-        split = _split(query_start_loc, seq_lens, block_table)
-        if memo is not None:
-            memo["split"] = split
+        return _split(query_start_loc, seq_lens, block_table)
+
+    split = _memoized(memo, "split", checked_split)
     if split.prefill is None:
         return _decode(query, key_cache, value_cache,
                        _gather(block_table, seq_lens, params, key_cache.shape[1], memo), params, sinks, memo)
@@ -63,6 +63,19 @@ def paged_attention_torch(
     result[prefill.rows] = _prefill(query[prefill.rows], key_cache, value_cache, prefill.block_table,
                                     prefill.query_start_loc, prefill.seq_lens, params, sinks)
     return result
+
+
+_T = TypeVar("_T")
+
+
+def _memoized(memo: dict[Any, Any] | None, key: Any, compute: Callable[[], _T]) -> _T:
+    """memo[key], computed on first use; every call computes when there is no memo. A memo
+    lives for one step and one KV cache group (see `paged_attention_torch`)."""
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]  # type: ignore[no-any-return]
 
 
 class _Part(NamedTuple):
@@ -210,13 +223,8 @@ class DecodeGather:
 
 def _gather(block_table: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams, block_size: int,
             memo: dict[Any, Any] | None) -> DecodeGather:
-    key = ("decode", params.sliding_window, params.chunk_size)
-    if memo is not None and key in memo:
-        return memo[key]  # type: ignore[no-any-return]
-    gather = decode_gather(block_table, seq_lens, params, block_size)
-    if memo is not None:
-        memo[key] = gather
-    return gather
+    return _memoized(memo, ("decode", params.sliding_window, params.chunk_size),
+                     lambda: decode_gather(block_table, seq_lens, params, block_size))
 
 
 def decode_gather(block_table: torch.Tensor, seq_lens: torch.Tensor, params: AttentionParams,
@@ -258,23 +266,8 @@ def store_kv_torch(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tens
     whole token rows with index_copy_ where the cache's strides allow (see `_rows_view`); the
     slots' pages and offsets, and their row index, are computed once per step and group through
     `memo` (mutated)."""
-    rows = memo.get("store") if memo is not None else None
-    if rows is None:
-        check_store_kv_args(key, value, key_cache, value_cache, slot_mapping)
-        device = slot_mapping.device
-        slots = _host(slot_mapping).astype(np.int64)
-        keep = slots >= 0
-        kept_slots = slots[keep]
-        num_blocks, block_size = key_cache.shape[:2]
-        if kept_slots.size and int(kept_slots.max()) >= num_blocks * block_size:
-            raise ValueError(f"slot_mapping holds slot {int(kept_slots.max())} but the cache has "
-                             f"{num_blocks * block_size} slots")
-        # None: every token is stored (no padding), the usual case
-        tokens = None if keep.all() else _on(np.flatnonzero(keep), device)
-        rows = (tokens, _on(kept_slots // block_size, device), _on(kept_slots % block_size, device))
-        if memo is not None:
-            memo["store"] = rows
-    tokens, pages, offsets = rows
+    tokens, pages, offsets = _memoized(
+        memo, "store", lambda: _store_rows(key, value, key_cache, value_cache, slot_mapping))
     for cache, new in ((key_cache, key), (value_cache, value)):
         kept = new if tokens is None else new.index_select(0, tokens)
         view = _rows_view(cache)
@@ -282,12 +275,26 @@ def store_kv_torch(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tens
             cache[pages, offsets] = kept
             continue
         flat, rows_per_block = view
-        index = memo.get(("store rows", rows_per_block)) if memo is not None else None
-        if index is None:
-            index = pages * rows_per_block + offsets
-            if memo is not None:
-                memo[("store rows", rows_per_block)] = index
+        index = _memoized(memo, ("store rows", rows_per_block), lambda: pages * rows_per_block + offsets)
         flat.index_copy_(0, index, kept)
+
+
+def _store_rows(key: torch.Tensor, value: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+                slot_mapping: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """The checked store: (the tokens kept, or None for all of them; their pages; their offsets),
+    from the host copy of the slots."""
+    check_store_kv_args(key, value, key_cache, value_cache, slot_mapping)
+    device = slot_mapping.device
+    slots = _host(slot_mapping).astype(np.int64)
+    keep = slots >= 0
+    kept_slots = slots[keep]
+    num_blocks, block_size = key_cache.shape[:2]
+    if kept_slots.size and int(kept_slots.max()) >= num_blocks * block_size:
+        raise ValueError(f"slot_mapping holds slot {int(kept_slots.max())} but the cache has "
+                         f"{num_blocks * block_size} slots")
+    # None: every token is stored (no padding), the usual case
+    tokens = None if keep.all() else _on(np.flatnonzero(keep), device)
+    return tokens, _on(kept_slots // block_size, device), _on(kept_slots % block_size, device)
 
 
 def _rows_view(cache: torch.Tensor) -> tuple[torch.Tensor, int] | None:
@@ -315,12 +322,8 @@ def _gather_rows(cache: torch.Tensor, gather: DecodeGather, params: AttentionPar
         return cache[gather.pages, gather.offsets]
     flat, rows_per_block = view
     heads, dim = cache.shape[2:]
-    key = ("rows", params.sliding_window, params.chunk_size, rows_per_block)  # as `_gather`'s key
-    index = memo.get(key) if memo is not None else None
-    if index is None:
-        index = (gather.pages * rows_per_block + gather.offsets).flatten()
-        if memo is not None:
-            memo[key] = index
+    index = _memoized(memo, ("rows", params.sliding_window, params.chunk_size, rows_per_block),  # as `_gather`'s
+                      lambda: (gather.pages * rows_per_block + gather.offsets).flatten())
     return flat.index_select(0, index).view(*gather.pages.shape, heads, dim)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -33,6 +33,16 @@ from hkv.runtime.live.tensor_block_tables import StepRows, TensorBlockTables
 from hkv.runtime.live.paged_kv_cache import PagedKVCache, UnsupportedLayoutError
 from hkv.runtime.live.recurrent_hook import StateStep, StepSlot, bind_mixer, copy_states, recurrent_mixers
 from hkv.runtime.scheduler.scheduler_output import SchedulerOutput
+
+
+class _StepInputs(NamedTuple):
+    """What `_prepare` builds for one step."""
+
+    step: PagedStep
+    token_ids: torch.Tensor  # [num_tokens] int64, on the device
+    emit_rows: torch.Tensor  # [num_emitting] int64: the packed rows whose logits are kept
+    rows: StepRows  # the requests' rows in the runner's tables
+    starts: np.ndarray  # [num_seqs + 1] int64 on the host: each request's first packed row
 
 
 class StepOutput(NamedTuple):
@@ -142,14 +152,14 @@ class ModelRunner:
         entries = output.scheduled
         if not entries:
             return StepOutput((), torch.empty(0, 0))
-        step, token_ids, emit_rows, step_rows = self._prepare(output)
+        inputs = self._prepare(output)
         with torch.inference_mode():
             if self.recurrent_groups:
-                self.state_slot.step = self._prepare_states(output, step.query_start_loc, step_rows)
+                self.state_slot.step = self._prepare_states(output, inputs)
             try:
                 out = self.model(
-                    input_ids=token_ids[None], position_ids=step.positions[None], use_cache=False,
-                    logits_to_keep=emit_rows, hkv_step=step,
+                    input_ids=inputs.token_ids[None], position_ids=inputs.step.positions[None], use_cache=False,
+                    logits_to_keep=inputs.emit_rows, hkv_step=inputs.step,
                 )
             finally:
                 self.state_slot.step = None
@@ -157,7 +167,7 @@ class ModelRunner:
         emitting = tuple(e.request_id for e in entries if e.emits_token)
         return StepOutput(emitting, out.logits[0].float())
 
-    def _prepare(self, output: SchedulerOutput) -> tuple[PagedStep, torch.Tensor, torch.Tensor, StepRows]:
+    def _prepare(self, output: SchedulerOutput) -> _StepInputs:
         """The step's inputs as tensors, with no Python int per token: token ids copied from the
         requests' int64 arrays, positions and slot mappings computed from per-request starts
         and the tables' rows. The arithmetic is numpy on the CPU (a few dozen entries per step,
@@ -180,9 +190,8 @@ class ModelRunner:
         else:
             seq_of_token = np.repeat(np.arange(num_seqs), counts)  # [num_tokens]
             positions = np.arange(len(tokens)) + np.repeat(first_pos - starts[:-1], counts)
-        emit_rows = starts[1:] - 1
-        if not all(e.emits_token for e in entries):
-            emit_rows = emit_rows[np.fromiter((e.emits_token for e in entries), dtype=bool, count=num_seqs)]
+        emits = np.fromiter((e.emits_token for e in entries), dtype=bool, count=num_seqs)
+        emit_rows = starts[1:] - 1 if emits.all() else (starts[1:] - 1)[emits]
         step_rows = self.tables.step_rows([e.request_id for e in entries])
         block_tables = []
         slot_mappings = []
@@ -204,13 +213,13 @@ class ModelRunner:
             slot_mappings=tuple(slot_mappings),
             backend=resolve_backend(self.device),
         )
-        return step, self._device(token_ids), self._device(torch.from_numpy(emit_rows)), step_rows
+        return _StepInputs(step, self._device(token_ids), self._device(torch.from_numpy(emit_rows)), step_rows,
+                           starts)
 
     def _device(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor if tensor.device == self.device else tensor.to(self.device, non_blocking=True)
 
-    def _prepare_states(self, output: SchedulerOutput, query_start_loc: torch.Tensor,
-                        step_rows: StepRows) -> StateStep:
+    def _prepare_states(self, output: SchedulerOutput, inputs: _StepInputs) -> StateStep:
         """Apply the step's state copies, then name each request's live state block per group:
         the last entry of its table (RecurrentStateManager keeps the live state there)."""
         entries = output.scheduled
@@ -222,16 +231,14 @@ class ModelRunner:
                 for group_id, _, _ in e.state_copies:
                     self.state_copies[group_id] += 1
                     self.state_restores[group_id] += restores
+        request_ids = [e.request_id for e in entries]
         live: dict[int, torch.Tensor] = {}
         for group_id in self.recurrent_groups:
-            blocks = self.tables.last_entries(step_rows, [e.request_id for e in entries], group_id)
+            blocks = self.tables.last_entries(inputs.rows, request_ids, group_id)
             assert bool((blocks != NULL_BLOCK_ID).all()), f"group {group_id}: a request without a live state block"
-            live[group_id] = blocks.to(self.device, non_blocking=True)
-        starts = query_start_loc.tolist()  # the packed rows _prepare laid out
+            live[group_id] = self._device(blocks)
+        starts = inputs.starts.tolist()  # the packed rows _prepare laid out (host copy: no device sync)
         has_past = tuple(e.positions.start > 0 for e in entries)
         decode = tuple(i for i, e in enumerate(entries) if has_past[i] and e.num_tokens == 1)
         return StateStep(tuple(starts), has_past, live, decode,
-                         self._tensor([starts[i] for i in decode], torch.int64))
-
-    def _tensor(self, values: Any, dtype: torch.dtype) -> torch.Tensor:
-        return torch.tensor(values, dtype=dtype).to(self.device, non_blocking=True)
+                         self._device(torch.tensor([starts[i] for i in decode], dtype=torch.int64)))
