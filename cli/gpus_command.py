@@ -9,7 +9,7 @@ from rich.table import Table
 
 from hkv.cli.errors import handles_errors
 from hkv.cli.output import OutputFormat, stdout_console, write_json
-from hkv.planner.gpus import GPUS, default_max_num_batched_tokens
+from hkv.planner.budget.gpu_table import GPUS, default_max_num_batched_tokens
 from hkv.planner.sizes import format_gib
 
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]

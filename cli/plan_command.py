@@ -19,7 +19,7 @@ from hkv.cli.plan_svg import SvgOpt, checked_svg_path, save_svg
 from hkv.cli.plan_sweep import write_sweep
 from hkv.cli.render_plan import render_plan
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.memory_budget import does_not_fit_error
+from hkv.planner.budget.memory_budget import does_not_fit_error
 from hkv.planner.plan import plan
 from hkv.planner.plan_json import plan_to_dict
 

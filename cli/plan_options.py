@@ -17,8 +17,8 @@ import typer
 from hkv.cli.choices import Dtype, KvCacheDtype, PlanLayout, VllmLog
 from hkv.cli.errors import flag_of
 from hkv.planner.errors import InvalidInputError
-from hkv.planner.gpus import get_gpu
-from hkv.planner.memory_budget import MemoryBudget
+from hkv.planner.budget.gpu_table import get_gpu
+from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.plan_config import (
     ALLOW_LONG_ENV, EXPECTED_AVG_ENV, PlanConfig, allow_long_max_model_len_from_env,
     expected_avg_seq_len_from_env, parse_positive_int,
@@ -38,7 +38,7 @@ GpuMemoryOpt = Annotated[str | None, typer.Option(
     "--gpu-memory", help="GPU memory SIZE instead of --gpu, e.g. 80GiB [default: none, the --gpu's total]")]
 UtilOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization",
-    help=f"share of GPU memory for vLLM [default: {DEFAULTS.gpu_memory_utilization}]")]
+    help="share of GPU memory for vLLM [default: the --vllm-version release's: 0.92 from 0.20.0, 0.9 before]")]
 AvailableOpt = Annotated[str | None, typer.Option(
     "--available-kv-memory", help="exact KV cache budget per GPU (SIZE), like vLLM's kv_cache_memory_bytes "
                                     "[default: none, estimated from the GPU]")]

@@ -19,7 +19,7 @@ from hkv.cli.choices import Device, PromptFormat, RunLayout
 from hkv.cli.errors import CheckFailedError, flag_of, handles_errors
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import SsmDtypeOpt
-from hkv.planner.gpus import NO_GPU_MAX_NUM_BATCHED_TOKENS
+from hkv.planner.budget.gpu_table import NO_GPU_MAX_NUM_BATCHED_TOKENS
 from hkv.planner.plan_config import (
     ALLOW_LONG_ENV, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_SEQS,
     allow_long_max_model_len_from_env,

@@ -20,7 +20,7 @@ from hkv.cli.plan_options import (
 )
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.block_fit import check_pools_hold_a_block
-from hkv.planner.memory_budget import does_not_fit_error
+from hkv.planner.budget.memory_budget import does_not_fit_error
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import LAYOUT_NAMES
 from hkv.planner.vllm_layout import layout_prefix_caching

@@ -24,7 +24,7 @@ from hkv.runtime.verify.vllm_engine_args import engine_settings
 from hkv.runtime.verify.vllm_startup_log import parse_startup_log
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.memory_budget import compute_memory_budget, does_not_fit_error
+from hkv.planner.budget.memory_budget import compute_memory_budget, does_not_fit_error
 from hkv.planner.plan import plan
 
 ModelOpt = Annotated[str, typer.Option(

@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.layout import BlockBound, KVCacheGroup, Layout
-from hkv.planner.memory_budget import MemoryBudget
+from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.paged_layer import (
     PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, split_strided,
     unify_page_sizes,

@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from hkv.planner.errors import InvalidInputError
-from hkv.planner.gpus import GIB
+from hkv.planner.budget.gpu_table import GIB
 from hkv.planner.vllm_log import VllmLog
 
 # vLLM's engine argument -> PlanConfig field, for the settings that pass through unchanged.

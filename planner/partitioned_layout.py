@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.layout import Layout
-from hkv.planner.memory_budget import MemoryBudget
+from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.paged_layer import PagedLayer, attention_page_layers, owned_cache_layers
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.split_pools import POOL_OF_KIND, build_split_pools, one_group_per_bucket, state_page_layers

@@ -13,7 +13,7 @@ from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
 from hkv.planner.hkv_layout import build_hkv_layout
 from hkv.planner.layout import Layout
-from hkv.planner.memory_budget import MemoryBudget, compute_memory_budget
+from hkv.planner.budget.memory_budget import MemoryBudget, compute_memory_budget
 from hkv.planner.partitioned_layout import build_partitioned_layout
 from hkv.planner.plan_config import ALLOW_LONG_ENV, PlanConfig
 from hkv.planner.sustained import SustainedSetup, split_request

@@ -18,7 +18,7 @@ ALLOW_LONG_ENV = "HKV_ALLOW_LONG_MAX_MODEL_LEN"  # "1": max_model_len may exceed
 
 # Defaults shared with the runtime (SchedulerConfig, RunConfig); vLLM's values.
 DEFAULT_GPU = "h100"
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9  # hkv run's CUDA default; plans take the vLLM release's (vllm_rules)
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_MAX_NUM_SEQS = 256
 # hkv's own scheduler: the most prompt tokens one request gets in a step (the step's budget may
@@ -36,7 +36,7 @@ DTYPE_BYTES = {"auto": None, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, 
 class PlanConfig:
     gpu: str | None = DEFAULT_GPU
     gpu_memory_bytes: int | None = None  # overrides the GPU table's total
-    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    gpu_memory_utilization: float | None = None  # None: the vLLM release's default (0.92 from 0.20.0)
     available_kv_memory_bytes: int | None = None  # exact KV budget per rank (vLLM kv_cache_memory_bytes)
     tp: int = 1
     pp: int = 1
@@ -58,6 +58,9 @@ class PlanConfig:
     concurrency: int = 1
     enable_prefix_caching: bool | None = None  # None: vLLM's default for the model and release
     primary_layout: str = "hkv"
+    enforce_eager: bool = False  # vLLM --enforce-eager: no CUDA graphs, so no graph estimate
+    quantization: str | None = None  # vLLM --quantization; None: the checkpoint's quantization_config
+    weights_bytes: int | None = None  # weight bytes per rank as vLLM loads them, when the user knows them
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "block_size", "max_num_seqs", "concurrency", "hkv_prefill_chunk_len"):
@@ -73,7 +76,9 @@ class PlanConfig:
         for name in ("max_model_len", "max_num_batched_tokens", "expected_avg_seq_len", "output_len"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
-        if not 0 < self.gpu_memory_utilization <= 1:
+        if self.weights_bytes is not None:
+            _positive("weights_bytes", self.weights_bytes)
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise InvalidInputError(
                 f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}",
                 fields=("gpu_memory_utilization",))
@@ -93,6 +98,12 @@ class PlanConfig:
                 fields=("primary_layout",))
         dtype_bytes("dtype", self.dtype)
         dtype_bytes("mamba_ssm_dtype", self.mamba_ssm_dtype)
+
+    def utilization(self) -> float:
+        """The gpu_memory_utilization in force: the given one, else the vLLM release's default."""
+        if self.gpu_memory_utilization is not None:
+            return self.gpu_memory_utilization
+        return self.vllm_rules().default_gpu_memory_utilization
 
     def vllm_rules(self) -> VllmRules:
         """The accounting rules of the vLLM release the vllm layouts follow."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from hkv.planner.errors import DoesNotFitError, InvalidInputError, LayoutUnavailableError
-from hkv.planner.memory_budget import does_not_fit_error
+from hkv.planner.budget.memory_budget import does_not_fit_error
 from hkv.planner.plan import Plan
 from hkv.planner.plan_config import DEFAULT_BLOCK_SIZE
 from hkv.planner.serve_env import serve_env
@@ -69,7 +69,7 @@ def build_vllm_serve_command(plan: Plan) -> ServeCommand:
     if budget.exact:
         flags += ["--kv-cache-memory-bytes", str(budget.available_bytes)]
     else:
-        flags += ["--gpu-memory-utilization", f"{cfg.gpu_memory_utilization:g}"]
+        flags += ["--gpu-memory-utilization", f"{cfg.utilization():g}"]
         if cfg.gpu_memory_bytes is not None:
             notes.append("planned for a GPU memory size given by hand; vLLM measures the device's own")
     flags += ["--max-num-batched-tokens", str(budget.max_num_batched_tokens)]

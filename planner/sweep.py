@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.errors import InvalidInputError
-from hkv.planner.gpus import get_gpu
+from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.plan import Plan, plan
 from hkv.planner.plan_config import PlanConfig
 

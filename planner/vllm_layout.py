@@ -12,7 +12,7 @@ from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCache
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.errors import LayoutUnavailableError
 from hkv.planner.layout import Layout, cdiv
-from hkv.planner.memory_budget import MemoryBudget
+from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.paged_layer import (
     PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, pp_stage_of, split_strided,
     unify_page_sizes,

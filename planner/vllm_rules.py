@@ -17,6 +17,8 @@ vllm/v1/kv_cache_interface.py, vllm/model_executor/models/config.py, vllm/config
 | chunked-local keeps the hybrid manager | disabled (chunked counted as full), 0.10.1-0.13 | 0.14.0 |
 | group size: max if max < 1.5 x min     | min (< 0.12), 1.25 x (0.12-0.17) | 0.18.0 |
 | Qwen3.5 / Qwen3.6 served               | not in vLLM       | 0.17.0  |
+| default gpu_memory_utilization 0.92    | 0.9               | 0.20.0  |
+| CUDA graph estimate subtracted         | printed only      | 0.20.0  |
 
 Pure state-space models (no attention) keep prefix caching off by default in every release.
 """
@@ -80,6 +82,8 @@ class VllmRules:
     mamba2_checkpoint_block: bool
     chunked_disables_hybrid_manager: bool
     group_size_factor: float | None  # None: min layer count
+    default_gpu_memory_utilization: float  # --gpu-memory-utilization when not given
+    subtracts_cudagraph_estimate: bool  # the CUDA graph estimate comes out of the KV budget
 
     @classmethod
     def for_version(cls, text: str) -> VllmRules:
@@ -94,6 +98,8 @@ class VllmRules:
             mamba2_checkpoint_block=v >= (0, 32, 0),
             chunked_disables_hybrid_manager=(0, 10, 1) <= v < (0, 14, 0),
             group_size_factor=1.5 if v >= (0, 18, 0) else 1.25 if v >= (0, 12, 0) else None,
+            default_gpu_memory_utilization=0.92 if v >= (0, 20, 0) else 0.9,
+            subtracts_cudagraph_estimate=v >= (0, 20, 0),
         )
 
     @property

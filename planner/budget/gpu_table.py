@@ -25,6 +25,7 @@ class Gpu:
     cuda_total_bytes: int | None  # measured CUDA/ROCm total; None where unknown
     hbm_bandwidth_gbps: int
     verified: bool = True
+    compute_capability: tuple[int, int] | None = None  # CUDA (major, minor); None for ROCm
 
     @property
     def total_bytes(self) -> int:
@@ -47,19 +48,19 @@ def _gib(value: float) -> int:
 
 
 GPUS: tuple[Gpu, ...] = (
-    Gpu("h100", "NVIDIA H100 SXM5 80GB", 81559, _gib(79.11), 3350),
-    Gpu("h100-pcie", "NVIDIA H100 PCIe 80GB", 81559, None, 2000),
-    Gpu("h100-nvl", "NVIDIA H100 NVL 94GB", 95830, None, 3900, verified=False),
-    Gpu("h200", "NVIDIA H200 SXM 141GB", 143771, _gib(139.81), 4800),
-    Gpu("b200", "NVIDIA B200 180GB", 183359, None, 8000),
-    Gpu("gb200", "NVIDIA GB200 (per GPU) 186GB", 189471, None, 8000),
-    Gpu("a100-40gb", "NVIDIA A100 SXM4 40GB", 40960, None, 1555),
-    Gpu("a100-80gb", "NVIDIA A100 SXM4 80GB", 81920, int(79.249755859375 * GIB), 2039),
-    Gpu("l40s", "NVIDIA L40S 48GB (ECC on)", 46068, None, 864),
-    Gpu("l4", "NVIDIA L4 24GB", 23034, None, 300),
-    Gpu("a10g", "NVIDIA A10G 24GB (AWS g5)", 23028, None, 600),
-    Gpu("rtx4090", "NVIDIA GeForce RTX 4090 24GB", 24564, None, 1008),
-    Gpu("rtx5090", "NVIDIA GeForce RTX 5090 32GB", 32607, None, 1792),
+    Gpu("h100", "NVIDIA H100 SXM5 80GB", 81559, _gib(79.11), 3350, compute_capability=(9, 0)),
+    Gpu("h100-pcie", "NVIDIA H100 PCIe 80GB", 81559, None, 2000, compute_capability=(9, 0)),
+    Gpu("h100-nvl", "NVIDIA H100 NVL 94GB", 95830, None, 3900, verified=False, compute_capability=(9, 0)),
+    Gpu("h200", "NVIDIA H200 SXM 141GB", 143771, _gib(139.81), 4800, compute_capability=(9, 0)),
+    Gpu("b200", "NVIDIA B200 180GB", 183359, None, 8000, compute_capability=(10, 0)),
+    Gpu("gb200", "NVIDIA GB200 (per GPU) 186GB", 189471, None, 8000, compute_capability=(10, 0)),
+    Gpu("a100-40gb", "NVIDIA A100 SXM4 40GB", 40960, None, 1555, compute_capability=(8, 0)),
+    Gpu("a100-80gb", "NVIDIA A100 SXM4 80GB", 81920, int(79.249755859375 * GIB), 2039, compute_capability=(8, 0)),
+    Gpu("l40s", "NVIDIA L40S 48GB (ECC on)", 46068, None, 864, compute_capability=(8, 9)),
+    Gpu("l4", "NVIDIA L4 24GB", 23034, None, 300, compute_capability=(8, 9)),
+    Gpu("a10g", "NVIDIA A10G 24GB (AWS g5)", 23028, None, 600, compute_capability=(8, 6)),
+    Gpu("rtx4090", "NVIDIA GeForce RTX 4090 24GB", 24564, None, 1008, compute_capability=(8, 9)),
+    Gpu("rtx5090", "NVIDIA GeForce RTX 5090 32GB", 32607, None, 1792, compute_capability=(12, 0)),
     Gpu("mi300x", "AMD Instinct MI300X 192GB", None, 205_822_885_888, 5300),
     Gpu("mi325x", "AMD Instinct MI325X 256GB", None, 256 * GIB, 6000, verified=False),
     Gpu("mi355x", "AMD Instinct MI355X 288GB", None, 309_220_868_096, 8000),

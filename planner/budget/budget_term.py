@@ -1,0 +1,45 @@
+"""One term of the KV budget (weights, activations, CUDA graphs, ...) with where it came from.
+
+A term's `bytes` is hkv's best value; [low_bytes, high_bytes] is the band it may really take:
+equal to `bytes` for a term that is known exactly (given by the user, read from a checkpoint's
+safetensors headers), wider for one computed from a config or estimated from measured residuals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# given: the user said so; header: safetensors headers (exact); config: computed from the config's
+# dimensions and quantization (exact up to what vLLM adds); estimate: a model of vLLM's profile run,
+# its band the residuals measured on real start-up logs.
+TermSource = Literal["given", "header", "config", "estimate"]
+
+
+@dataclass(frozen=True)
+class BudgetTerm:
+    name: str  # "weights", "activation", "cudagraph", "non_torch", ...
+    bytes: int
+    source: TermSource
+    low_bytes: int
+    high_bytes: int
+    note: str = ""  # what the term is made of, for people
+
+    def __post_init__(self) -> None:
+        assert 0 <= self.low_bytes <= self.bytes <= self.high_bytes, (self.name, self.low_bytes, self.bytes,
+                                                                       self.high_bytes)
+
+    @classmethod
+    def exact(cls, name: str, value: int, source: TermSource, note: str = "") -> BudgetTerm:
+        return cls(name, value, source, value, value, note)
+
+    @classmethod
+    def banded(cls, name: str, value: int, source: TermSource, rel_low: float, rel_high: float,
+               note: str = "") -> BudgetTerm:
+        """`value` with a band of -rel_low / +rel_high of itself (fractions, >= 0)."""
+        return cls(name, value, source, max(0, int(value * (1 - rel_low))), int(value * (1 + rel_high)) + 0,
+                   note)
+
+    @property
+    def is_exact(self) -> bool:
+        return self.low_bytes == self.high_bytes

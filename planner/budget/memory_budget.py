@@ -1,0 +1,122 @@
+"""The KV cache budget of one rank: GPU total x utilization - weights - the profile's terms.
+
+vLLM measures the non-KV memory with a profiling run; a planner cannot, so each term says where it
+came from (budget_term.py) and the budget carries the band the terms span. With
+`--available-kv-memory` the budget is given and exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import ceil
+
+from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.budget.budget_term import BudgetTerm
+from hkv.planner.budget.gpu_table import NO_GPU_MAX_NUM_BATCHED_TOKENS, default_max_num_batched_tokens, get_gpu
+from hkv.planner.budget.profile import profile_terms
+from hkv.planner.budget.weights import weights_term
+from hkv.planner.errors import DoesNotFitError, InvalidInputError
+from hkv.planner.plan_config import PlanConfig
+from hkv.planner.sizes import format_gib
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """Bytes per rank. `exact` is True when the user gave the KV budget directly."""
+
+    device: str
+    total_bytes: int
+    gpu_memory_utilization: float
+    weights_bytes: int
+    activation_bytes: int
+    cudagraph_bytes: int
+    non_torch_bytes: int
+    available_bytes: int
+    max_num_batched_tokens: int
+    exact: bool
+    shortfall_bytes: int = 0  # > 0: weights and overhead exceed the GPU; available is then 0
+    terms: tuple[BudgetTerm, ...] = ()  # weights first, then the profile's terms
+    available_low_bytes: int | None = None  # the band of available (None: equal to available)
+    available_high_bytes: int | None = None
+
+    @property
+    def fits(self) -> bool:
+        return self.shortfall_bytes == 0
+
+    @property
+    def requested_bytes(self) -> int:
+        return ceil(self.total_bytes * self.gpu_memory_utilization)
+
+    @property
+    def available_band(self) -> tuple[int, int]:
+        """[low, high] bytes the available KV memory may really be; one value when exact."""
+        low = self.available_bytes if self.available_low_bytes is None else self.available_low_bytes
+        high = self.available_bytes if self.available_high_bytes is None else self.available_high_bytes
+        return low, high
+
+    def term(self, name: str) -> BudgetTerm | None:
+        return next((t for t in self.terms if t.name == name), None)
+
+
+def resolve_max_num_batched_tokens(cfg: PlanConfig) -> int:
+    if cfg.max_num_batched_tokens is not None:
+        return cfg.max_num_batched_tokens
+    if cfg.gpu_memory_bytes is not None:
+        return default_max_num_batched_tokens(cfg.gpu_memory_bytes, is_a100=False)
+    if cfg.gpu is None:
+        return NO_GPU_MAX_NUM_BATCHED_TOKENS
+    gpu = get_gpu(cfg.gpu)
+    return default_max_num_batched_tokens(gpu.total_bytes, gpu.is_a100)
+
+
+def _device_total(cfg: PlanConfig) -> tuple[str, int]:
+    if cfg.gpu_memory_bytes is not None:
+        return "custom", cfg.gpu_memory_bytes
+    if cfg.gpu is not None:
+        gpu = get_gpu(cfg.gpu)
+        return gpu.name, gpu.total_bytes
+    if cfg.available_kv_memory_bytes is None:
+        raise InvalidInputError("give gpu, gpu_memory_bytes or available_kv_memory_bytes",
+                                fields=("gpu", "gpu_memory_bytes", "available_kv_memory_bytes"))
+    return "custom", 0
+
+
+def compute_memory_budget(model: ModelSpec, cfg: PlanConfig) -> MemoryBudget:
+    """The budget; when weights and overhead exceed the GPU, available is 0 and shortfall > 0."""
+    mnbt = resolve_max_num_batched_tokens(cfg)
+    device, total = _device_total(cfg)
+    utilization = cfg.utilization()
+    weights = weights_term(model, cfg)
+    profile = profile_terms(model, cfg, mnbt)
+    terms = (weights, *profile)
+    named = {t.name: t.bytes for t in profile}
+    fixed = dict(activation_bytes=named.get("activation", 0), cudagraph_bytes=named.get("cudagraph", 0),
+                 non_torch_bytes=named.get("non_torch", 0))
+    if cfg.available_kv_memory_bytes is not None:
+        return MemoryBudget(device, total, utilization, weights.bytes, available_bytes=cfg.available_kv_memory_bytes,
+                            max_num_batched_tokens=mnbt, exact=True, terms=terms, **fixed)
+    requested = ceil(total * utilization)
+    available = requested - sum(t.bytes for t in terms)
+    low = max(0, requested - sum(t.high_bytes for t in terms))
+    high = max(0, requested - sum(t.low_bytes for t in terms))
+    return MemoryBudget(device, total, utilization, weights.bytes, available_bytes=max(0, available),
+                        max_num_batched_tokens=mnbt, exact=False, shortfall_bytes=max(0, -available),
+                        terms=terms, available_low_bytes=min(low, max(0, available)),
+                        available_high_bytes=max(high, max(0, available)), **fixed)
+
+
+def smallest_fitting_tp(model: ModelSpec, cfg: PlanConfig, tp_choices: tuple[int, ...] = (1, 2, 4, 8)) -> int | None:
+    """The smallest tensor-parallel size in `tp_choices` whose budget fits the weights (cfg's
+    other settings kept); None when none does. Pure."""
+    return next((tp for tp in tp_choices if compute_memory_budget(model, replace(cfg, tp=tp)).fits), None)
+
+
+def does_not_fit_error(model: ModelSpec, budget: MemoryBudget) -> DoesNotFitError:
+    """The one-line error for a budget whose weights and overhead exceed the GPU (not budget.fits)."""
+    overhead = budget.activation_bytes + budget.cudagraph_bytes + budget.non_torch_bytes
+    return DoesNotFitError(
+        f"{model.name} does not fit: {format_gib(budget.weights_bytes)} of weights per GPU plus about "
+        f"{format_gib(overhead)} of runtime overhead exceed {format_gib(budget.requested_bytes)} "
+        f"({budget.gpu_memory_utilization:g} x {format_gib(budget.total_bytes)} on {budget.device}); "
+        f"short by {format_gib(budget.shortfall_bytes)}: raise tp/pp or use a larger GPU",
+        fields=("tp", "pp"))
