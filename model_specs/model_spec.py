@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import LayerCacheSpec
+from hkv.model_specs.checkpoint_bytes import CheckpointBytes
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer
 
 
@@ -36,9 +37,11 @@ class ModelSpec:
     architectures: tuple[str, ...] = ()  # config `architectures`, e.g. ("Gemma3ForConditionalGeneration",)
     has_sinks: bool = False  # learned attention-sink logits per head (gpt-oss); no extra cache
     attn_logit_softcap: float | None = None  # Gemma 2's tanh cap on attention logits
-    source: str = ""  # where the config came from: "catalog:<name>", a file path, "hf-cache:<path>"
+    source: str = ""  # where the config came from: "catalog:<name>", a path, "hf-cache:<path>", "hub:<id>@<sha>"
     draft_layers: tuple[CacheLayer, ...] = ()  # MTP layers: cached only under speculative decoding
     family: str = ""  # the text model's type that chose hkv's rules (e.g. "qwen3_5_moe_text")
+    checkpoint_bytes: CheckpointBytes | None = None  # safetensors bytes by part; total = weights_bytes_exact
+    source_note: str = ""  # one line: the fallback taken when the Hub could not be asked, else ""
 
     def cache_specs(self, opts: CacheOptions, *,
                     engine_windows: bool = False) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:

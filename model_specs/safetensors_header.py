@@ -1,4 +1,5 @@
-"""Exact weight bytes of a checkpoint from safetensors headers, without reading any tensor data.
+"""Exact weight bytes of a checkpoint, tensor by tensor, from safetensors headers, without reading any
+tensor data.
 
 A .safetensors file starts with an 8-byte little-endian header length N, then N bytes of JSON:
 {"<tensor>": {"dtype": "BF16", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {..}}.
@@ -13,13 +14,14 @@ from pathlib import Path
 
 from hkv.model_specs.dtypes import safetensors_dtype_bytes
 from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.tensor_entry import TensorEntry
 
 INDEX_FILE = "model.safetensors.index.json"
 _MAX_HEADER_BYTES = 100 * 2**20  # the format caps headers at 100 MB
 
 
-def tensor_bytes_in_file(path: Path) -> int:
-    """Sum over tensors of numel x element size, read from the header of one .safetensors file."""
+def tensors_in_file(path: Path) -> tuple[TensorEntry, ...]:
+    """Every tensor named in the header of one .safetensors file, in header order."""
     with path.open("rb") as f:
         raw_len = f.read(8)
         if len(raw_len) != 8:
@@ -33,21 +35,36 @@ def tensor_bytes_in_file(path: Path) -> int:
         header = json.loads(raw_header)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InvalidConfigError(f"{path}: safetensors header is not valid JSON") from None
+    return tensors_in_header(header, str(path))
+
+
+def tensors_in_header(header: object, label: str) -> tuple[TensorEntry, ...]:
+    """The tensors of a decoded safetensors header (local file or one read from the Hub); `label`
+    names the file in errors."""
     if not isinstance(header, dict):
-        raise InvalidConfigError(f"{path}: safetensors header must be a JSON object")
-    return sum(_entry_bytes(path, name, entry) for name, entry in header.items() if name != "__metadata__")
+        raise InvalidConfigError(f"{label}: safetensors header must be a JSON object")
+    return tuple(_entry(label, name, entry) for name, entry in header.items() if name != "__metadata__")
 
 
-def _entry_bytes(path: Path, name: str, entry: object) -> int:
+def tensor_bytes_in_file(path: Path) -> int:
+    """Sum over tensors of numel x element size, read from the header of one .safetensors file."""
+    return sum(t.nbytes for t in tensors_in_file(path))
+
+
+def _entry(label: str, name: str, entry: object) -> TensorEntry:
     if not isinstance(entry, dict) or "dtype" not in entry or "shape" not in entry:
-        raise InvalidConfigError(f"{path}: tensor {name!r} lacks dtype/shape in the safetensors header")
-    element_bytes = safetensors_dtype_bytes(str(entry["dtype"]))
+        raise InvalidConfigError(f"{label}: tensor {name!r} lacks dtype/shape in the safetensors header")
+    dtype, shape = str(entry["dtype"]), tuple(int(d) for d in entry["shape"])
+    return TensorEntry(name, dtype, shape, _entry_bytes(label, name, dtype, shape, entry.get("data_offsets")))
+
+
+def _entry_bytes(label: str, name: str, dtype: str, shape: tuple[int, ...], offsets: object) -> int:
+    element_bytes = safetensors_dtype_bytes(dtype)
     if element_bytes is not None:
-        return prod(int(d) for d in entry["shape"]) * element_bytes
-    offsets = entry.get("data_offsets")
-    if isinstance(offsets, list) and len(offsets) == 2:
+        return prod(shape) * element_bytes
+    if isinstance(offsets, (list, tuple)) and len(offsets) == 2:
         return int(offsets[1]) - int(offsets[0])  # sub-byte dtypes (e.g. F4): the stored byte span
-    raise InvalidConfigError(f"{path}: tensor {name!r} has dtype {entry['dtype']!r} of unknown size "
+    raise InvalidConfigError(f"{label}: tensor {name!r} has dtype {dtype!r} of unknown size "
                              "and no data_offsets")
 
 
@@ -67,7 +84,13 @@ def checkpoint_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.safetensors"))
 
 
+def checkpoint_tensors(directory: Path) -> tuple[TensorEntry, ...] | None:
+    """Every tensor of the checkpoint in `directory`; None when it has no safetensors."""
+    files = checkpoint_files(directory)
+    return tuple(t for f in files for t in tensors_in_file(f)) if files else None
+
+
 def checkpoint_weights_bytes(directory: Path) -> int | None:
     """Exact bytes of all tensors of the checkpoint in `directory`; None when it has no safetensors."""
-    files = checkpoint_files(directory)
-    return sum(tensor_bytes_in_file(f) for f in files) if files else None
+    tensors = checkpoint_tensors(directory)
+    return None if tensors is None else sum(t.nbytes for t in tensors)
