@@ -20,7 +20,8 @@ class CheckpointBytes:
     source: str
 
     @classmethod
-    def from_tensors(cls, tensors: Iterable[TensorEntry], num_hidden_layers: int, source: str) -> CheckpointBytes:
+    def from_tensors(cls, tensors: Iterable[TensorEntry], num_hidden_layers: int,
+                     source: str) -> CheckpointBytes:
         by_part: Counter[str] = Counter()
         for tensor in tensors:
             by_part[tensor_part(tensor.name, num_hidden_layers)] += tensor.nbytes

@@ -68,8 +68,10 @@ def _entry_bytes(label: str, name: str, dtype: str, shape: tuple[int, ...], offs
                              "and no data_offsets")
 
 
-def checkpoint_files(directory: Path) -> list[Path]:
-    """The shards named by model.safetensors.index.json, else every *.safetensors in `directory`."""
+def checkpoint_files(directory: Path, *, partial_ok: bool = False) -> list[Path]:
+    """The shards named by model.safetensors.index.json, else every *.safetensors in `directory`.
+    `partial_ok`: a folder that may hold only some shards (an HF cache snapshot of a repo whose
+    config was fetched alone) gives [] when one is missing, rather than an error."""
     index = directory / INDEX_FILE
     if index.is_file():
         try:
@@ -78,15 +80,18 @@ def checkpoint_files(directory: Path) -> list[Path]:
             raise InvalidConfigError(f"{index}: expected a JSON object with a 'weight_map'") from None
         names = sorted(set(weight_map.values()))
         missing = [n for n in names if not (directory / n).is_file()]
+        if missing and partial_ok:
+            return []
         if missing:
             raise InvalidConfigError(f"{index} names shards that are not present: {', '.join(missing[:3])}")
         return [directory / n for n in names]
     return sorted(directory.glob("*.safetensors"))
 
 
-def checkpoint_tensors(directory: Path) -> tuple[TensorEntry, ...] | None:
-    """Every tensor of the checkpoint in `directory`; None when it has no safetensors."""
-    files = checkpoint_files(directory)
+def checkpoint_tensors(directory: Path, *, partial_ok: bool = False) -> tuple[TensorEntry, ...] | None:
+    """Every tensor of the checkpoint in `directory`; None when it has no safetensors (or, with
+    `partial_ok`, not all of them: see checkpoint_files)."""
+    files = checkpoint_files(directory, partial_ok=partial_ok)
     return tuple(t for f in files for t in tensors_in_file(f)) if files else None
 
 
