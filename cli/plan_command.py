@@ -57,6 +57,8 @@ def plan_command(
     options = PlanOptions.from_args(locals(), gpu=first_gpu(gpu), tp=first_tp(tp))
     cfg = options.plan_config()
     spec = load_model_spec(model)
+    if spec.source_note:  # the Hub could not be asked: say what the plan rests on instead
+        note(spec.source_note)
     if is_sweep(gpu, tp):
         write_sweep(spec, cfg, gpu, tp, options, emit, output_format)
         return

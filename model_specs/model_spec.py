@@ -37,7 +37,7 @@ class ModelSpec:
     architectures: tuple[str, ...] = ()  # config `architectures`, e.g. ("Gemma3ForConditionalGeneration",)
     has_sinks: bool = False  # learned attention-sink logits per head (gpt-oss); no extra cache
     attn_logit_softcap: float | None = None  # Gemma 2's tanh cap on attention logits
-    source: str = ""  # where the config came from: "catalog:<name>", a path, "hf-cache:<path>", "hub:<id>@<sha>"
+    source: str = ""  # config origin: "catalog:<name>", a path, "hf-cache:<path>", "hub:<id>@<commit>"
     draft_layers: tuple[CacheLayer, ...] = ()  # MTP layers: cached only under speculative decoding
     family: str = ""  # the text model's type that chose hkv's rules (e.g. "qwen3_5_moe_text")
     checkpoint_bytes: CheckpointBytes | None = None  # safetensors bytes by part; total = weights_bytes_exact

@@ -63,6 +63,9 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "num_params": model.num_params,
             "weights_bytes": model.weights_bytes,
             "weights_exact": model.weights_bytes_exact is not None,
+            "weights_bytes_by_part": model.checkpoint_bytes.bytes_by_part if model.checkpoint_bytes else None,
+            "source": model.source,  # "hub:<id>@<commit>", "hf-cache:<path>", "catalog:<name>" or a path
+            "source_note": model.source_note,  # the fallback taken when the Hub could not be asked
         },
         "config": asdict(plan.config),
         "vllm_version": plan.config.vllm_rules().name,  # the release the vllm layouts follow

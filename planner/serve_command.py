@@ -87,10 +87,10 @@ def build_vllm_serve_command(plan: Plan) -> ServeCommand:
 
 
 def served_model(plan: Plan) -> str:
-    """What `vllm serve` loads: the HF id of a catalog or hub-cache spec; the local path that was
+    """What `vllm serve` loads: the HF id of a catalog, HF-cache or Hub spec; the local path that was
     given otherwise (a config file's folder: vLLM loads folders), "./"-prefixed when relative."""
     model = plan.model
-    if not model.source or model.source.startswith(("catalog:", "hf-cache:")):
+    if not model.source or model.source.startswith(("catalog:", "hf-cache:", "hub:")):
         return model.model_id or model.name
     path = PurePath(model.source)
     path = path.parent if path.suffix == ".json" else path
