@@ -23,6 +23,8 @@ from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer, RecurrentDesc
 from hkv.model_specs.layer_kinds import SSM_ONLY_FAMILIES, LayerKind
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.param_count import count_params
+from hkv.model_specs.param_breakdown import ParamBreakdown
+from hkv.model_specs.param_breakdown_build import build_breakdown
 from hkv.model_specs.per_layer_attention import apply_override, per_layer_overrides
 from hkv.model_specs.quantized_weights import quantized_weights_bytes
 from hkv.model_specs.recurrent_dims import recurrent_geometry
@@ -52,6 +54,8 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
     draft_layers = _mtp_draft_layers(view, layers, len(kinds))
     num_params = count_params(view, kinds)
     _note_scope(config, view)
+    architectures = tuple(str(a) for a in config.get("architectures") or merged.get("architectures") or ())
+    breakdown = _param_breakdown(view, kinds, config, num_params, architectures)
 
     return ModelSpec(
         name=name,
@@ -68,14 +72,27 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         dtype_bytes=model_dtype,
         num_params=num_params,
         weights_bytes_exact=weights_bytes_exact,
+        param_breakdown=breakdown,
+        quantization_config=quant if isinstance(quant := merged.get("quantization_config"), Mapping) else None,
         quantized_weights_bytes=quantized_weights_bytes(merged, num_params, model_dtype),
         verified=config.get("_verified") is not False,
         note="; ".join(view.notes),
-        architectures=tuple(str(a) for a in config.get("architectures") or merged.get("architectures") or ()),
+        architectures=architectures,
         has_sinks=view.family == "gpt_oss",
         attn_logit_softcap=view.get("attn_logit_softcapping"),
         source=source,
     )
+
+
+def _param_breakdown(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...], config: Mapping[str, Any],
+                     num_params: int, architectures: tuple[str, ...]) -> ParamBreakdown | None:
+    """Every weight by shape and part (param_breakdown_build.py); None, with a note, when a tower's
+    config lacks a dimension the builder needs."""
+    try:
+        return build_breakdown(view, kinds, config, num_params, architectures)
+    except (KeyError, TypeError, ValueError) as err:
+        view.note(f"no weight breakdown (vision_config lacks {err}): weights counted from num_params")
+        return None
 
 
 # Config keys naming the multi-token-prediction (MTP) layers a checkpoint ships for speculative

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import LayerCacheSpec
 from hkv.model_specs.checkpoint_bytes import CheckpointBytes
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer
+from hkv.model_specs.param_breakdown import ParamBreakdown
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,10 @@ class ModelSpec:
     family: str = ""  # the text model's type that chose hkv's rules (e.g. "qwen3_5_moe_text")
     checkpoint_bytes: CheckpointBytes | None = None  # safetensors bytes by part; total = weights_bytes_exact
     source_note: str = ""  # one line: the fallback taken when the Hub could not be asked, else ""
+    # Every weight with its shape, part and TP split (param_breakdown.py); None when not built.
+    param_breakdown: ParamBreakdown | None = field(default=None, compare=False, repr=False)
+    # The config's quantization_config as read (quantization formats parse it in the planner).
+    quantization_config: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def cache_specs(self, opts: CacheOptions, *,
                     engine_windows: bool = False) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:

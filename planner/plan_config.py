@@ -61,6 +61,7 @@ class PlanConfig:
     enforce_eager: bool = False  # vLLM --enforce-eager: no CUDA graphs, so no graph estimate
     quantization: str | None = None  # vLLM --quantization; None: the checkpoint's quantization_config
     weights_bytes: int | None = None  # weight bytes per rank as vLLM loads them, when the user knows them
+    language_model_only: bool = False  # vLLM --language-model-only / mm limits all 0: towers not loaded
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "block_size", "max_num_seqs", "concurrency", "hkv_prefill_chunk_len"):
