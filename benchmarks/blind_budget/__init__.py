@@ -1,0 +1,1 @@
+"""Helpers of benchmarks/bench_blind_budget.py: evaluate one start-up record, summarise, render."""

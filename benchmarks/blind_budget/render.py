@@ -1,0 +1,92 @@
+"""Rich tables of the blind-budget benchmark, for people (JSON goes out untouched)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from blind_budget.record_result import TERM_LOGS, RecordResult, pct_error
+
+
+def _num(value: float | None, fmt: str = "{:.2f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}%"
+
+
+def records_table(results: list[RecordResult]) -> Table:
+    table = Table(title="Blind budget per record (GiB per rank; % = (hkv - vLLM) / vLLM)")
+    for col in ("record", "weights hkv/log", "err", "avail hkv/log", "err", "avail band", "KV tokens hkv/log", "err",
+                "token band"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        name = r.record_id + ("" if r.vllm_started else " (vLLM refused)")
+        if r.error is not None:
+            table.add_row(name, f"[red]plan failed: {r.error}[/red]", *[""] * 7)
+            continue
+        log = r.logged
+        avail = f"{_num(r.available_gib)}/{_num(log.get('available_kv_gib'))}"
+        avail_err = _pct(pct_error(r.available_gib, log.get("available_kv_gib")))
+        if r.fits is False:
+            avail = f"[yellow]does not fit[/yellow]/{_num(log.get('available_kv_gib'))}"
+        if not r.vllm_started:
+            avail_err = "[green]no-fit ok[/green]" if r.fits is False else "[red]missed[/red]"
+        band = None if r.available_band_gib is None else f"{r.available_band_gib[0]:.2f}-{r.available_band_gib[1]:.2f}"
+        tband = None if r.token_band is None else f"{r.token_band[0]:,}-{r.token_band[1]:,}"
+        table.add_row(
+            name, f"{_num(r.weights_gib)}/{_num(log.get('weights_gib'))}",
+            _pct(pct_error(r.weights_gib, log.get("weights_gib"))), avail, avail_err, band or "-",
+            f"{_num(r.kv_cache_tokens, '{:,}')}/{_num(log.get('kv_cache_tokens'), '{:,}')}",
+            _pct(pct_error(r.kv_cache_tokens, log.get("kv_cache_tokens"))), tband or "-")
+    return table
+
+
+def terms_table(results: list[RecordResult]) -> Table:
+    table = Table(title="Budget terms where the log gives them: hkv / vLLM (GiB per rank; graphs only where the "
+                        "release subtracts the printed estimate; newer logs' activation includes that estimate)")
+    table.add_column("record")
+    for name in TERM_LOGS:
+        table.add_column(name)
+    table.add_column("graph pool (log)")
+    for r in results:
+        if r.error is not None or all(r.logged_term(n) is None for n in TERM_LOGS):
+            continue
+        cells = [f"{r.terms_gib.get(n, 0.0):.2f} / {r.logged_term(n):.2f}" if r.logged_term(n) is not None else "-"
+                 for n in TERM_LOGS]
+        table.add_row(r.record_id, *cells, _num(r.logged.get("cuda_graph_actual_gib")))
+    return table
+
+
+def summary_table(summary: dict[str, Any]) -> Table:
+    table = Table(title="Summary (records vLLM started; goal: tokens MAPE <= 2 %, 0 false no-fit, >= 90 % in band)")
+    table.add_column("metric")
+    table.add_column("value", overflow="fold")
+    s = summary
+    rows = [
+        ("records / plan failures", f"{s['records']} / {len(s['plan_failures'])} {', '.join(s['plan_failures'])}"),
+        ("MAPE available KV", f"{_num(s['available_mape_pct'], '{:.1f}%')} over {s['available_n']} "
+                              f"(of {s['available_logged_n']} logging it)"),
+        ("MAPE KV tokens", f"{_num(s['tokens_mape_pct'], '{:.1f}%')} over {s['tokens_n']} (of {s['tokens_logged_n']} logging it)"),
+        ("false 'does not fit'", f"{len(s['false_no_fit'])} {', '.join(s['false_no_fit'])}"),
+        ("refused start-ups hkv flags / misses", f"{len(s['negatives_caught'])} / {len(s['negatives_missed'])} "
+                                                 f"{', '.join(s['negatives_missed'])}"),
+        ("available inside hkv's band", f"{s['available_in_band']} of {s['available_n']}"),
+        ("KV tokens inside hkv's token band", f"{s['tokens_in_band']} of {s['tokens_n']}"),
+    ]
+    for name, stats in s["terms"].items():
+        rows.append((f"term {name}: mean error / mean |error|",
+                     f"{_num(stats['mean_error_gib'], '{:+.2f}')} / {_num(stats['mean_abs_error_gib'])} GiB over {stats['n']}"))
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def print_report(results: list[RecordResult], summary: dict[str, Any]) -> None:
+    console = Console(width=200)
+    console.print(records_table(results))
+    console.print(terms_table(results))
+    console.print(summary_table(summary))

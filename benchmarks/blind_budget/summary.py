@@ -1,0 +1,50 @@
+"""The benchmark's verdict over all records: MAPEs, false "does not fit", band coverage, per-term errors."""
+
+from __future__ import annotations
+
+from statistics import mean
+from typing import Any
+
+from blind_budget.record_result import TERM_LOGS, RecordResult, pct_error
+
+
+def summarize(results: list[RecordResult]) -> dict[str, Any]:
+    """Metrics over records vLLM started (negative records only count in the no-fit checks)."""
+    started = [r for r in results if r.vllm_started]
+    planned = [r for r in started if r.error is None]
+    avail = [r for r in planned if "available_kv_gib" in r.logged]
+    tokens = [r for r in planned if "kv_cache_tokens" in r.logged and r.kv_cache_tokens is not None]
+    negatives = [r for r in results if not r.vllm_started]
+    return {
+        "records": len(results),
+        "plan_failures": [r.record_id for r in results if r.error is not None],
+        "available_mape_pct": _mape([(r.available_gib, r.logged["available_kv_gib"]) for r in avail]),
+        "available_n": len(avail),
+        "available_logged_n": sum("available_kv_gib" in r.logged for r in started),
+        "tokens_mape_pct": _mape([(r.kv_cache_tokens, r.logged["kv_cache_tokens"]) for r in tokens]),
+        "tokens_n": len(tokens),
+        "tokens_logged_n": sum("kv_cache_tokens" in r.logged for r in started),
+        "false_no_fit": [r.record_id for r in started if r.false_no_fit],
+        "negatives_caught": [r.record_id for r in negatives if r.fits is False],
+        "negatives_missed": [r.record_id for r in negatives if r.fits is not False],
+        "available_in_band": sum(_inside(r.logged["available_kv_gib"], r.available_band_gib) for r in avail),
+        "tokens_in_band": sum(_inside(r.logged["kv_cache_tokens"], r.token_band) for r in tokens),
+        "terms": {name: _term_stats(planned, name) for name in TERM_LOGS},
+    }
+
+
+def _mape(pairs: list[tuple[float, float]]) -> float | None:
+    errors = [abs(pct_error(p, lg)) for p, lg in pairs if pct_error(p, lg) is not None]
+    return mean(errors) if errors else None
+
+
+def _inside(value: float, band: tuple[float, float] | None) -> bool:
+    return band is not None and band[0] <= value <= band[1]
+
+
+def _term_stats(planned: list[RecordResult], name: str) -> dict[str, Any]:
+    """Mean signed and absolute error (GiB) of one term over records that log it."""
+    diffs = [r.terms_gib.get(name, 0.0) - r.logged_term(name) for r in planned if r.logged_term(name) is not None]
+    if not diffs:
+        return {"n": 0, "mean_error_gib": None, "mean_abs_error_gib": None}
+    return {"n": len(diffs), "mean_error_gib": mean(diffs), "mean_abs_error_gib": mean(abs(d) for d in diffs)}
