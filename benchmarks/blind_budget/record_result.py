@@ -66,7 +66,9 @@ class RecordResult:
                 "graph_estimate_subtracted": self.graph_subtracted,
                 "logged": self.logged, "note": self.note,
                 "errors_pct": {"weights": pct_error(self.weights_gib, self.logged.get("weights_gib")),
-                               "available_kv": pct_error(self.available_gib, self.logged.get("available_kv_gib")),
+                               # a refused start-up logs a negative budget: its check is `fits`, not a %
+                               "available_kv": pct_error(self.available_gib, self.logged.get("available_kv_gib"))
+                               if self.vllm_started else None,
                                "kv_cache_tokens": pct_error(self.kv_cache_tokens, self.logged.get("kv_cache_tokens"))}}
 
 
