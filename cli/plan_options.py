@@ -51,14 +51,15 @@ KvDtypeOpt = Annotated[KvCacheDtype | None, typer.Option(  # type: ignore[valid-
 SsmDtypeOpt = Annotated[Dtype | None, typer.Option(  # type: ignore[valid-type]
     "--mamba-ssm-dtype", case_sensitive=False, help="recurrent state dtype [default: auto = config]")]
 BlockSizeOpt = Annotated[int | None, typer.Option(
-    "--block-size", help=f"tokens per block [default: {DEFAULTS.block_size}]")]
+    "--block-size", help="tokens per block [default: the attention backend's, as vLLM picks it: 16 for "
+    "FlashAttention, 64 for FlashMLA (MLA, fp8 KV, Hopper), 32 for FlashInfer MLA (Blackwell), ...]")]
 MaxLenOpt = Annotated[int | None, typer.Option(
     "--max-model-len", help=f"request length to plan for, at most the model's positions unless "
                             f"{ALLOW_LONG_ENV}=1 [default: the model's]")]
 MnbtOpt = Annotated[int | None, typer.Option(
     "--max-num-batched-tokens", help="token budget per step [default: vLLM's for the GPU class]")]
 MaxSeqsOpt = Annotated[int | None, typer.Option(
-    "--max-num-seqs", help=f"max running requests [default: {DEFAULTS.max_num_seqs}]")]
+    "--max-num-seqs", help="max running requests [default: vLLM's for the GPU: 1024 on >= 70 GiB cards but A100, else 256]")]
 OutputLenOpt = Annotated[int | None, typer.Option(
     "--output-len", help="output tokens of the max-length requests of the sustained figure "
                          "[default: max model len // 8; the rest is prompt]")]

@@ -120,7 +120,7 @@ def run_command(
     check_state_dtypes(files, the_plan, options.mamba_ssm_dtype)
     config = RunConfig(max_new_tokens=max_new_tokens, sampling=sampling,
                        max_num_batched_tokens=the_plan.budget.max_num_batched_tokens,
-                       max_num_seqs=the_plan.config.max_num_seqs, eos_token_ids=files.eos_token_ids)
+                       max_num_seqs=the_plan.budget.max_num_seqs, eos_token_ids=files.eos_token_ids)
     assumed = _assumed(options, kv_bytes)
     human = output_format is OutputFormat.human
     progress = RunProgress(files.tokenizer, len(prompt_ids), show=human and sys.stderr.isatty(), stream=human)

@@ -97,7 +97,7 @@ def simulate_command(
                         f"{the_plan.primary.layout.max_model_len:,} (first: {too_long[0].request_id}, "
                         f"{too_long[0].prompt_len:,} prompt tokens); raise --max-model-len")
     sim_cfg = SimulationConfig(
-        scheduler=SchedulerConfig(the_plan.budget.max_num_batched_tokens, cfg.max_num_seqs),
+        scheduler=SchedulerConfig(the_plan.budget.max_num_batched_tokens, the_plan.budget.max_num_seqs),
         cache=CacheConfig(enable_caching=cfg.enable_prefix_caching is not False, eviction_policy=eviction))
     if sweep_split:
         _sweep(spec, cfg, requests, sim_cfg, output_format, assumed)

@@ -20,7 +20,7 @@ from hkv.runtime.verify.sustained_search import search_sustained
 from hkv.runtime.verify.hkv_expectation import expect_sustained
 from hkv.runtime.verify.verify_checks import verify_checks
 from hkv.runtime.verify.vllm_engine import VllmEngine, resolve_vllm_python
-from hkv.runtime.verify.vllm_engine_args import engine_settings
+from hkv.runtime.verify.vllm_engine_args import engine_settings, platform_plan_config
 from hkv.runtime.verify.vllm_startup_log import parse_startup_log
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.resolve import load_model_spec
@@ -63,11 +63,13 @@ def verify_command(
     budget = compute_memory_budget(spec, cfg)
     if not budget.fits:
         raise UserError(user_message(does_not_fit_error(spec, budget)))
-    report = plan(spec, cfg).primary
-    max_len = report.layout.max_model_len
-    output_len = report.capacity.sustained_output_len  # the planner's split of a max-length request
     note(f"starting vLLM under {python} (start-up takes a while)")
     with VllmEngine(python) as engine:
+        # the block size (and backends) of the platform vLLM runs on: on CPU, CPU_ATTN's
+        cfg = platform_plan_config(spec, cfg, engine.platform["device_type"])
+        report = plan(spec, cfg).primary
+        max_len = report.layout.max_model_len
+        output_len = report.capacity.sustained_output_len  # the planner's split of a max-length request
         settings = engine_settings(_vllm_model_ref(model, spec), spec.dtype_bytes, cfg, budget, max_len,
                                    engine.platform["device_type"])
         ready = engine.start(settings.llm_args)
@@ -83,8 +85,8 @@ def verify_command(
             return ran["num_preemptions"] == 0 and ran["max_running"] == num_requests
 
         # hkv's figures under the step budget vLLM really has (on CPU twice the plan's)
-        hkv = expect_sustained(report.layout, ready["max_num_batched_tokens"], cfg.max_num_seqs, output_len)
-        search = search_sustained(runs_clean, hkv.predicted, cfg.max_num_seqs)
+        hkv = expect_sustained(report.layout, ready["max_num_batched_tokens"], budget.max_num_seqs, output_len)
+        search = search_sustained(runs_clean, hkv.predicted, budget.max_num_seqs)
     request_lens = (max_len - output_len, output_len)
     after = next((r["num_preemptions"] for r in runs if r["num_requests"] == search.sustained + 1), None)
     checks = verify_checks(report, settings, ready, startup, search, request_lens, hkv, after)

@@ -109,7 +109,7 @@ def build_hkv_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) ->
     notes.append(f"state pool sized for requests of {split_len:,} tokens")
     balanced = layout_with(0)
     return _with_sustained_states(balanced, layout_with, SustainedSetup(
-        budget.max_num_batched_tokens, cfg.max_num_seqs, cfg.output_len), max_len)
+        budget.max_num_batched_tokens, budget.max_num_seqs, cfg.output_len), max_len)
 
 
 # The most logged concurrency the state pool may give up for more sustained requests (a share).

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from hkv.model_specs.draft_layers import full_attention_drafts
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.attention_backend import BlockSizeChoice, plan_block_size, with_block_size
 from hkv.planner.capacity import Capacity, vllm_log_lines
 from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
@@ -45,6 +46,7 @@ class Plan:
     budget: MemoryBudget
     reports: dict[str, LayoutReport] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # layout name -> why it cannot apply
+    block: BlockSizeChoice | None = None  # the block size in force (config.block_size) and why
 
     @property
     def primary(self) -> LayoutReport:
@@ -65,7 +67,7 @@ def with_draft_layers(model: ModelSpec, cfg: PlanConfig) -> ModelSpec:
 def build_layout(name: str, model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) -> Layout:
     """One layout by name; raises LayoutUnavailableError where the strategy cannot apply, and
     InvalidInputError for --draft-layers on a model without full attention to copy."""
-    layout = BUILDERS[name](with_draft_layers(model, cfg), cfg, budget)
+    layout = BUILDERS[name](with_draft_layers(model, cfg), with_block_size(model, cfg), budget)
     layout.check_integrity()
     return layout
 
@@ -75,6 +77,8 @@ def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
     positions, unless cfg.allow_long_max_model_len) / LayoutUnavailableError (only when the primary
     layout cannot apply). A model that does not fit gives a plan whose budget says so (`fits`)."""
     check_max_model_len(model, cfg)
+    block = plan_block_size(model, cfg)  # raises InvalidInputError for a size no backend runs
+    cfg = replace(cfg, block_size=block.block_size)
     budget = compute_memory_budget(model, cfg)
     upper_len = max(model.max_model_len, cfg.max_model_len or 0)
     setup = sustained_setup(cfg, budget)
@@ -100,12 +104,12 @@ def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
     if primary_error is not None:
         raise LayoutUnavailableError(f"primary_layout {cfg.primary_layout}: {primary_error}",
                                      fields=("primary_layout", *primary_error.fields))
-    return Plan(model, cfg, budget, reports, skipped)
+    return Plan(model, cfg, budget, reports, skipped, block)
 
 
 def sustained_setup(cfg: PlanConfig, budget: MemoryBudget) -> SustainedSetup:
     """The engine settings of the sustained figure: the plan's token budget, sequence cap and split."""
-    return SustainedSetup(budget.max_num_batched_tokens, cfg.max_num_seqs, cfg.output_len)
+    return SustainedSetup(budget.max_num_batched_tokens, budget.max_num_seqs, cfg.output_len)
 
 
 def check_output_len(max_model_len: int, cfg: PlanConfig) -> None:

@@ -19,8 +19,8 @@ ALLOW_LONG_ENV = "HKV_ALLOW_LONG_MAX_MODEL_LEN"  # "1": max_model_len may exceed
 # Defaults shared with the runtime (SchedulerConfig, RunConfig); vLLM's values.
 DEFAULT_GPU = "h100"
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9  # hkv run's CUDA default; plans take the vLLM release's (vllm_rules)
-DEFAULT_BLOCK_SIZE = 16
-DEFAULT_MAX_NUM_SEQS = 256
+DEFAULT_BLOCK_SIZE = 16  # vLLM's CacheConfig default; plans take the attention backend's (attention_backend.py)
+DEFAULT_MAX_NUM_SEQS = 256  # vLLM's below 70 GiB (and hkv run's); plans take the GPU class's (gpu_table)
 # hkv's own scheduler: the most prompt tokens one request gets in a step (the step's budget may
 # still be filled by several requests). It is the `hkv` layout's in-flight allowance T: a sliding
 # or chunked layer holds at most its window (chunk) plus this many tokens. 2,048 tokens keep that
@@ -43,11 +43,12 @@ class PlanConfig:
     dtype: str = "auto"  # weights
     kv_cache_dtype: Literal["auto", "fp8"] = "auto"
     mamba_ssm_dtype: str = "auto"
-    block_size: int = DEFAULT_BLOCK_SIZE
+    block_size: int | None = None  # None: the attention backend's default (planner/attention_backend.py)
+    cpu_engine: bool = False  # vLLM's CPU platform runs the plan (hkv verify on a CPU build): CPU backends
     max_model_len: int | None = None  # None: the model's own
     allow_long_max_model_len: bool = False  # max_model_len beyond the model's positions (ALLOW_LONG_ENV)
     max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU class
-    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
+    max_num_seqs: int | None = None  # None: vLLM's default for the GPU class (1,024 on >= 70 GiB but A100)
     output_len: int | None = None  # sustained figure: output tokens of a max-length request; None: len // 8
     hkv_prefill_chunk_len: int = DEFAULT_HKV_PREFILL_CHUNK_LEN  # `hkv` layout: prompt tokens per request per step
     speculative_tokens: int = 0  # draft tokens per step (vLLM num_speculative_tokens); MTP layers join
@@ -64,7 +65,7 @@ class PlanConfig:
     language_model_only: bool = False  # vLLM --language-model-only / mm limits all 0: towers not loaded
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "block_size", "max_num_seqs", "concurrency", "hkv_prefill_chunk_len"):
+        for name in ("tp", "pp", "concurrency", "hkv_prefill_chunk_len"):
             _positive(name, getattr(self, name))
         if self.speculative_tokens < 0:
             raise InvalidInputError(f"speculative_tokens must be >= 0, got {self.speculative_tokens}",
@@ -74,7 +75,8 @@ class PlanConfig:
                 f"draft_layers must be a positive count and needs speculative_tokens > 0, got draft_layers "
                 f"{self.draft_layers} with speculative_tokens {self.speculative_tokens}",
                 fields=("draft_layers", "speculative_tokens"))
-        for name in ("max_model_len", "max_num_batched_tokens", "expected_avg_seq_len", "output_len"):
+        for name in ("block_size", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "expected_avg_seq_len",
+                     "output_len"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
         if self.weights_bytes is not None:

@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec
+from hkv.planner.budget.budget_json import budget_to_dict
 from hkv.planner.layout import KVCacheGroup, Layout
 from hkv.planner.plan import LayoutReport, Plan
 
@@ -69,7 +70,8 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         },
         "config": asdict(plan.config),
         "vllm_version": plan.config.vllm_rules().name,  # the release the vllm layouts follow
-        "budget": {**asdict(plan.budget), "requested_bytes": plan.budget.requested_bytes},
+        "block_size": asdict(plan.block) if plan.block is not None else None,  # in force, and why
+        "budget": budget_to_dict(plan.budget),
         "primary_layout": plan.config.primary_layout,
         "layouts": {name: layout_to_dict(report) for name, report in plan.reports.items()},
         "skipped_layouts": dict(plan.skipped),

@@ -16,7 +16,6 @@ from pathlib import PurePath
 from hkv.planner.errors import DoesNotFitError, InvalidInputError, LayoutUnavailableError
 from hkv.planner.budget.memory_budget import does_not_fit_error
 from hkv.planner.plan import Plan
-from hkv.planner.plan_config import DEFAULT_BLOCK_SIZE
 from hkv.planner.serve_env import serve_env
 from hkv.planner.vllm_layout import vllm_prefix_caching
 
@@ -64,8 +63,8 @@ def build_vllm_serve_command(plan: Plan) -> ServeCommand:
         flags += ["--dtype", _vllm_float("dtype", cfg.dtype)]
     if cfg.kv_cache_dtype != "auto":
         flags += ["--kv-cache-dtype", cfg.kv_cache_dtype]
-    if cfg.block_size != DEFAULT_BLOCK_SIZE:
-        flags += ["--block-size", str(cfg.block_size)]
+    if plan.block is not None and plan.block.block_size != plan.block.default_block_size:
+        flags += ["--block-size", str(cfg.block_size)]  # vLLM picks the default one by itself
     if budget.exact:
         flags += ["--kv-cache-memory-bytes", str(budget.available_bytes)]
     else:
@@ -101,7 +100,7 @@ def served_model(plan: Plan) -> str:
 def _max_num_seqs(plan: Plan, notes: list[str]) -> int:
     """The vllm layout's sustained concurrency when known (> 0) and below the plan's max_num_seqs:
     more max-length requests at once would be preempted."""
-    capacity, cap = plan.reports["vllm"].capacity, plan.config.max_num_seqs
+    capacity, cap = plan.reports["vllm"].capacity, plan.budget.max_num_seqs
     if not 0 < capacity.sustained_concurrency < cap:
         return cap
     notes.append(f"--max-num-seqs {capacity.sustained_concurrency}: the vllm layout's sustained concurrency "

@@ -19,6 +19,13 @@ vllm/v1/kv_cache_interface.py, vllm/model_executor/models/config.py, vllm/config
 | Qwen3.5 / Qwen3.6 served               | not in vLLM       | 0.17.0  |
 | default gpu_memory_utilization 0.92    | 0.9               | 0.20.0  |
 | CUDA graph estimate subtracted         | printed only      | 0.20.0  |
+| dummy sampler's top-k/top-p in place   | sorts the vocab   | 0.17.0  |
+| model runner V2 by default             | V1 runner         | 0.25.0 dense, 0.32.0 all |
+| V2 runner measures its CUDA graphs     | estimate 0        | 0.29.0  |
+| non-torch = free-memory drop - weights | non-torch increase | 0.27.0  |
+| >= 160 GiB cards: mnbt 16,384          | 8,192             | 0.28.0  |
+| MLA on Blackwell, no --block-size      | TRITON_MLA 16 (< 0.11), CUTLASS_MLA 128 | 0.15.0: FLASHINFER_MLA |
+| block = the attention backend's preferred (attention_backend.py) | forced per MLA backend (FlashMLA 64) | 0.18.0 |
 
 Pure state-space models (no attention) keep prefix caching off by default in every release.
 """
@@ -84,6 +91,14 @@ class VllmRules:
     group_size_factor: float | None  # None: min layer count
     default_gpu_memory_utilization: float  # --gpu-memory-utilization when not given
     subtracts_cudagraph_estimate: bool  # the CUDA graph estimate comes out of the KV budget
+    large_gpu_batch_tier: bool  # >= 160 GiB cards default to 16,384 batched tokens
+    # The memory profile (planner/budget/profile*.py); defaults are 0.32.0's.
+    sampler_sorts_vocab: bool = False  # dummy sampler's top-k/top-p sorts max_num_seqs x vocab
+    v2_model_runner: str = "all"  # "none" | "dense" (no MoE, no state) | "all": models on the V2 runner
+    v2_estimates_cudagraphs: bool = True  # the V2 runner's graph estimate (0 before 0.29)
+    profile_consumed_accounting: bool = True  # non-torch holds persistent torch buffers too
+    blackwell_mla_backend: str = "FLASHINFER_MLA"  # MLA's default on SM100 while vLLM forced MLA blocks
+    backend_block_size: bool = True  # block = the backend's preferred one (else forced per MLA backend)
 
     @classmethod
     def for_version(cls, text: str) -> VllmRules:
@@ -100,6 +115,14 @@ class VllmRules:
             group_size_factor=1.5 if v >= (0, 18, 0) else 1.25 if v >= (0, 12, 0) else None,
             default_gpu_memory_utilization=0.92 if v >= (0, 20, 0) else 0.9,
             subtracts_cudagraph_estimate=v >= (0, 20, 0),
+            large_gpu_batch_tier=v >= (0, 28, 0),
+            sampler_sorts_vocab=v < (0, 17, 0),
+            v2_model_runner="all" if v >= (0, 32, 0) else "dense" if v >= (0, 25, 0) else "none",
+            v2_estimates_cudagraphs=v >= (0, 29, 0),
+            profile_consumed_accounting=v >= (0, 27, 0),
+            blackwell_mla_backend=("FLASHINFER_MLA" if v >= (0, 15, 0) else "CUTLASS_MLA" if v >= (0, 11, 0)
+                                   else "TRITON_MLA"),
+            backend_block_size=v >= (0, 18, 0),
         )
 
     @property

@@ -12,7 +12,9 @@ from math import ceil
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.budget_term import BudgetTerm
-from hkv.planner.budget.gpu_table import NO_GPU_MAX_NUM_BATCHED_TOKENS, default_max_num_batched_tokens, get_gpu
+from hkv.planner.budget.gpu_table import (NO_GPU_MAX_NUM_BATCHED_TOKENS, default_max_num_batched_tokens,
+                                          default_max_num_seqs, get_gpu)
+from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS
 from hkv.planner.budget.profile import profile_terms
 from hkv.planner.budget.weights import weights_term
 from hkv.planner.errors import DoesNotFitError, InvalidInputError
@@ -34,6 +36,7 @@ class MemoryBudget:
     available_bytes: int
     max_num_batched_tokens: int
     exact: bool
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS  # resolved: the given one, else vLLM's for the GPU class
     shortfall_bytes: int = 0  # > 0: weights and overhead exceed the GPU; available is then 0
     terms: tuple[BudgetTerm, ...] = ()  # weights first, then the profile's terms
     available_low_bytes: int | None = None  # the band of available (None: equal to available)
@@ -58,15 +61,30 @@ class MemoryBudget:
         return next((t for t in self.terms if t.name == name), None)
 
 
+def _device_class(cfg: PlanConfig) -> tuple[int, bool] | None:
+    """(total bytes, is an A100) of the device that decides vLLM's batch defaults; None: no GPU."""
+    if cfg.gpu_memory_bytes is not None:
+        return cfg.gpu_memory_bytes, False
+    if cfg.gpu is None:
+        return None
+    gpu = get_gpu(cfg.gpu)
+    return gpu.total_bytes, gpu.is_a100
+
+
 def resolve_max_num_batched_tokens(cfg: PlanConfig) -> int:
     if cfg.max_num_batched_tokens is not None:
         return cfg.max_num_batched_tokens
-    if cfg.gpu_memory_bytes is not None:
-        return default_max_num_batched_tokens(cfg.gpu_memory_bytes, is_a100=False)
-    if cfg.gpu is None:
+    device = _device_class(cfg)
+    if device is None:
         return NO_GPU_MAX_NUM_BATCHED_TOKENS
-    gpu = get_gpu(cfg.gpu)
-    return default_max_num_batched_tokens(gpu.total_bytes, gpu.is_a100)
+    return default_max_num_batched_tokens(*device, large_tier=cfg.vllm_rules().large_gpu_batch_tier)
+
+
+def resolve_max_num_seqs(cfg: PlanConfig) -> int:
+    if cfg.max_num_seqs is not None:
+        return cfg.max_num_seqs
+    device = _device_class(cfg)
+    return DEFAULT_MAX_NUM_SEQS if device is None else default_max_num_seqs(*device)
 
 
 def _device_total(cfg: PlanConfig) -> tuple[str, int]:
@@ -84,23 +102,26 @@ def _device_total(cfg: PlanConfig) -> tuple[str, int]:
 def compute_memory_budget(model: ModelSpec, cfg: PlanConfig) -> MemoryBudget:
     """The budget; when weights and overhead exceed the GPU, available is 0 and shortfall > 0."""
     mnbt = resolve_max_num_batched_tokens(cfg)
+    max_num_seqs = resolve_max_num_seqs(cfg)
     device, total = _device_total(cfg)
     utilization = cfg.utilization()
     weights = weights_term(model, cfg)
-    profile = profile_terms(model, cfg, mnbt)
+    profile = profile_terms(model, replace(cfg, max_num_seqs=max_num_seqs), mnbt)
     terms = (weights, *profile)
     named = {t.name: t.bytes for t in profile}
     fixed = dict(activation_bytes=named.get("activation", 0), cudagraph_bytes=named.get("cudagraph", 0),
                  non_torch_bytes=named.get("non_torch", 0))
     if cfg.available_kv_memory_bytes is not None:
         return MemoryBudget(device, total, utilization, weights.bytes, available_bytes=cfg.available_kv_memory_bytes,
-                            max_num_batched_tokens=mnbt, exact=True, terms=terms, **fixed)
+                            max_num_batched_tokens=mnbt, exact=True, terms=terms, max_num_seqs=max_num_seqs,
+                            **fixed)
     requested = ceil(total * utilization)
     available = requested - sum(t.bytes for t in terms)
     low = max(0, requested - sum(t.high_bytes for t in terms))
     high = max(0, requested - sum(t.low_bytes for t in terms))
     return MemoryBudget(device, total, utilization, weights.bytes, available_bytes=max(0, available),
                         max_num_batched_tokens=mnbt, exact=False, shortfall_bytes=max(0, -available),
+                        max_num_seqs=max_num_seqs,
                         terms=terms, available_low_bytes=min(low, max(0, available)),
                         available_high_bytes=max(high, max(0, available)), **fixed)
 

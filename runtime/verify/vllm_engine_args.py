@@ -7,8 +7,12 @@ Translations (each one said in the output when applied):
   in-flight token allowance is T = 1 x max_num_batched_tokens, while hkv's `vllm` layout plans for
   the GPU default, asynchronous scheduling, T = 2 x max_num_batched_tokens. vLLM is given twice the
   plan's max_num_batched_tokens: the same T (and a per-step token budget twice the plan's).
-* cpu, block size: vLLM's CPU platform would default to 128-token blocks; the plan's block size is
-  always passed explicitly (before Mamba alignment: vLLM grows it itself, as hkv does).
+* cpu, block size: vLLM's CPU_ATTN kernels run multiples of 32 tokens only (a 16-token block
+  gives its sliding-window layers 32-token blocks and fails full attention), and the CPU platform
+  would default to 128. Without --block-size the plan's GPU block size (16 for most backends) is
+  rounded up to a multiple of 32, planned with the CPU backends' rules (`platform_plan_config`) and
+  passed explicitly (before Mamba alignment: vLLM grows it itself, as hkv does); a given block size
+  CPU_ATTN cannot run is refused.
 * cpu, log line: vLLM prints "CPU KV cache size" where hkv says "GPU"; the prediction is compared
   with the device word swapped.
 
@@ -21,10 +25,12 @@ vLLM uses as is instead of profiling.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from hkv.planner.memory_budget import MemoryBudget
+from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.attention_backend import nearest_cpu_block_size, plan_block_size
+from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.plan_config import PlanConfig
 
 # hkv dtype spellings vLLM does not take -> vLLM's; others ("auto", "bfloat16", "float32", ...) pass as is.
@@ -43,6 +49,19 @@ class EngineSettings:
 def device_name(device_type: str) -> str:
     """vLLM's word for the KV cache's device (kv_cache_utils._kv_cache_device_name)."""
     return "GPU" if device_type == "cuda" else device_type.upper()
+
+
+def platform_plan_config(model: ModelSpec, cfg: PlanConfig, device_type: str) -> PlanConfig:
+    """`cfg` for vLLM on `device_type`: unchanged on CUDA; on CPU planned with the CPU backends and
+    a block size they run: the given one (InvalidInputError naming CPU_ATTN's sizes when it cannot
+    run it), else the GPU plan's rounded up to CPU_ATTN's 32-token step."""
+    if device_type != "cpu":
+        return cfg
+    requested = cfg.block_size
+    if requested is None:
+        requested = nearest_cpu_block_size(plan_block_size(model, cfg).block_size)
+    cpu = replace(cfg, cpu_engine=True, block_size=requested)
+    return replace(cpu, block_size=plan_block_size(model, cpu).block_size)
 
 
 def engine_settings(model: str, model_dtype_bytes: int, cfg: PlanConfig, budget: MemoryBudget,
@@ -64,7 +83,8 @@ def engine_settings(model: str, model_dtype_bytes: int, cfg: PlanConfig, budget:
             f"scheduling: vLLM on CPU schedules synchronously (T = 1 x max_num_batched_tokens); hkv plans "
             f"for asynchronous GPU scheduling (T = 2 x {budget.max_num_batched_tokens:,}), so vLLM gets "
             f"max_num_batched_tokens {max_num_batched_tokens:,} (same T, twice the step budget)",
-            f"block size: passed explicitly ({cfg.block_size}); vLLM on CPU would default to 128",
+            f"block size: passed explicitly ({cfg.block_size}); vLLM's CPU_ATTN runs multiples of 32 only "
+            "(a GPU plan's 16 becomes 32) and vLLM on CPU would default to 128",
             "log line: vLLM says \"CPU KV cache size\" where hkv says \"GPU\"; compared with the word swapped",
         ]
     llm_args: dict[str, Any] = {
@@ -73,7 +93,7 @@ def engine_settings(model: str, model_dtype_bytes: int, cfg: PlanConfig, budget:
         "block_size": cfg.block_size,
         "max_model_len": max_model_len,
         "max_num_batched_tokens": max_num_batched_tokens,
-        "max_num_seqs": cfg.max_num_seqs,
+        "max_num_seqs": budget.max_num_seqs,
         "tensor_parallel_size": cfg.tp,
         "pipeline_parallel_size": cfg.pp,
         "dtype": dtype,

@@ -239,7 +239,7 @@ def test_vllms_own_parser_reads_the_emitted_command_as_planned():
     for args, fields, env in ORACLE_CASES:
         doc = json_of("plan", *args, "--emit", "vllm", env={"HKV_ALLOW_LONG_MAX_MODEL_LEN": "1"})
         vllm = doc["layouts"]["vllm"]["capacity"]
-        sustained = min(vllm["sustained_concurrency"], doc["config"]["max_num_seqs"])
+        sustained = min(vllm["sustained_concurrency"], doc["budget"]["max_num_seqs"])
         fields = {k: sustained if v == "sustained" else v for k, v in fields.items()}
         cases.append({"argv": doc["serve"]["argv"], "env": doc["serve"]["env"], "fields": sorted(fields)})
         expected.append({"fields": fields, "env": env})
