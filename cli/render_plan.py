@@ -51,6 +51,8 @@ def render_plan(plan: Plan, console: Console) -> None:
                       f"- {format_gib(budget.cudagraph_bytes + budget.non_torch_bytes)}")
         table.add_row("available KV memory", f"[bold]{format_gib(budget.available_bytes)}[/bold]")
     table.add_row("max_num_batched_tokens", f"{budget.max_num_batched_tokens:,}")
+    if plan.block is not None:
+        table.add_row("KV block size (tokens)", f"{plan.block.block_size} ({plan.block.why})")
     console.print(table)
 
     names = list(plan.reports)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.attention_backend import plan_block_size
 from hkv.planner.errors import LayoutUnavailableError
 from hkv.planner.layout import Layout, cdiv
 from hkv.planner.budget.memory_budget import MemoryBudget
@@ -75,13 +76,14 @@ def layout_prefix_caching(name: str, model: ModelSpec, cfg: PlanConfig) -> bool:
 
 
 def align_attention_block(attn_bytes_per_token: int, mamba_page: int, block_size: int,
-                          is_mla: bool) -> int:
-    """Attention block size raised so one attention page covers one Mamba state (>= block_size)."""
-    k = max(_MIN_KERNEL_BLOCK, block_size)
+                          is_mla: bool, kernel_block: int = _MIN_KERNEL_BLOCK) -> int:
+    """Attention block size raised so one attention page covers one Mamba state (>= block_size),
+    in steps of the backend's smallest kernel block `kernel_block` (CPU_ATTN: 32)."""
+    k = max(kernel_block, block_size)
     if is_mla:
         k = max(k, _MLA_MIN_BLOCK)
     aligned = k * cdiv(mamba_page, k * attn_bytes_per_token)
-    aligned = cdiv(aligned, _MIN_KERNEL_BLOCK) * _MIN_KERNEL_BLOCK
+    aligned = cdiv(aligned, kernel_block) * kernel_block
     return max(block_size, aligned)
 
 
@@ -129,7 +131,8 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
         if attn_specs:
             first = attn_specs[0]
             attn_tok = first.bytes_per_token
-            block_size = align_attention_block(attn_tok, mamba_page, block_size, first.is_mla)
+            block_size = align_attention_block(attn_tok, mamba_page, block_size, first.is_mla,
+                                               plan_block_size(model, cfg).kernel_alignment)
             if block_size != cfg.block_size:
                 notes.append(f"Setting attention block size to {block_size} tokens to ensure that "
                              f"attention page size is >= mamba page size.")

@@ -154,3 +154,20 @@ def test_verify_catches_a_wrong_memory_figure(tiny_model, monkeypatch):
     blocks = _check(doc, "num_blocks")
     assert (blocks["predicted"], blocks["measured"], blocks["ok"]) == (255, 256, False)
     assert _check(doc, "capacity line")["ok"] is False
+
+
+# Issue 23, item 3: without --block-size. vLLM's CPU_ATTN runs multiples of 32 only: told 16, vLLM
+# gives Gemma3's sliding layers 32-token blocks (attention.py _largest_kernel_block_within) and the
+# groups end at 32, so a plan at 16 predicted 610 blocks where vLLM made 305. hkv now rounds the
+# GPU plan's 16 up to 32 on CPU: 32 tokens x 1,024 B x 2 layer slots = 65,536 B per block;
+# 20,000,000 // 65,536 = 305 blocks.
+def test_verify_at_the_default_block_size(tiny_model):
+    options = ["--available-kv-memory", "20000000", "--max-model-len", "1024", "--max-num-batched-tokens", "128",
+               "--max-num-seqs", "32"]
+    code, doc = _verify(tiny_model("gemma3"), options)
+    assert (code, doc["ok"]) == (0, True), json.dumps(doc["checks"], indent=1)
+    assert all(c["ok"] is not False for c in doc["checks"])
+    assert doc["engine_args"]["block_size"] == 32
+    assert _check(doc, "block size")["measured"] == 32
+    assert _check(doc, "num_blocks")["measured"] == 305
+    assert any("CPU_ATTN runs multiples of 32" in t for t in doc["translations"])
