@@ -74,9 +74,9 @@ def _fallback(model_id: str, dtype_override: str | None, reason: str) -> ModelSp
         note = f"{reason}: config from hkv's catalog copy ({entry.name}), {_CONFIG_WEIGHTS}"
         return replace(_from_catalog(entry, dtype_override), source_note=note)
     hint = close_matches_hint(model_id)
-    raise SpecNotFoundError(f"{model_id!r} is not a catalog name, a local path, nor in the HF cache at "
-                            f"{hub_cache_dir()}, and the Hub could not be asked: {reason}"
-                            + (f"; {hint}" if hint.startswith("did you mean") else ""))
+    close = f"; {hint}" if hint.startswith("did you mean") else ""  # not the whole catalog after an HF id
+    raise SpecNotFoundError(f"{reason}; {model_id!r} is not a catalog name, a local path, nor in the HF "
+                            f"cache at {hub_cache_dir()}{close}")
 
 
 def _from_catalog(entry: CatalogEntry, dtype_override: str | None) -> ModelSpec:

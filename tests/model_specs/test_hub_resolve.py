@@ -103,7 +103,8 @@ def test_gated_repo_needs_hf_token(fake_hub: FakeHub, monkeypatch: pytest.Monkey
         load_model_spec("acme/gated")
     message = str(error.value)
     assert "\n" not in message
-    assert "gated repo: set HF_TOKEN to a token that may read acme/gated (the Hub answered 401" in message
+    assert message.startswith(
+        "gated repo: set HF_TOKEN to a token that may read acme/gated (the Hub answered 401")
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
     assert load_model_spec("acme/gated").weights_bytes_exact == 12
 
@@ -112,9 +113,9 @@ def test_missing_repo_says_so_in_one_line(fake_hub: FakeHub, tmp_path: Path) -> 
     with pytest.raises(SpecNotFoundError) as error:
         load_model_spec("acme/no-such-model")
     assert str(error.value) == (
-        "'acme/no-such-model' is not a catalog name, a local path, nor in the HF cache at "
-        f"{tmp_path}/hf-cache, and the Hub could not be asked: acme/no-such-model is not on the Hub at "
-        f"{fake_hub.url} (404): check the spelling (org/name)")
+        f"acme/no-such-model is not on the Hub at {fake_hub.url} (404): check the spelling (org/name); "
+        f"'acme/no-such-model' is not a catalog name, a local path, nor in the HF cache at "
+        f"{tmp_path}/hf-cache")
 
 
 def test_unreachable_hub_falls_back_to_the_hf_cache_the_first_run_filled(fake_hub: FakeHub,
@@ -150,5 +151,5 @@ def test_offline_falls_back_to_the_hf_cache_then_the_catalog(tmp_path: Path,
     assert catalog.source == "catalog:gemma-3-27b-it" and catalog.weights_bytes_exact is None
     assert catalog.source_note == ("offline (HF_HUB_OFFLINE=1): config from hkv's catalog copy "
                                    f"(gemma-3-27b-it), {OFFLINE_CONFIG_WEIGHTS}")
-    with pytest.raises(SpecNotFoundError, match=r"the Hub could not be asked: offline \(HF_HUB_OFFLINE=1\)$"):
+    with pytest.raises(SpecNotFoundError, match=r"^offline \(HF_HUB_OFFLINE=1\); 'acme/elsewhere' is not a"):
         load_model_spec("acme/elsewhere")
