@@ -5,7 +5,8 @@ Sources, first that applies:
   header  the checkpoint's exact bytes from safetensors headers (ModelSpec.checkpoint_bytes), less
           the parts vLLM does not load (MTP layers unless speculative decoding drafts with them;
           vision/audio towers with cfg.language_model_only), scaled to one rank by the share the
-          config computation gives that rank (TP/PP split, backend padding).
+          config computation gives that rank (TP/PP split, backend padding). Not used when vLLM
+          quantizes at load (--quantization fp8 / bitsandbytes on an unquantized checkpoint).
   config  the parameter breakdown (model_specs/param_breakdown*.py) in the quantization format's
           bytes (quantization/), split over ranks as vLLM splits it (weight_shards.py), plus the
           rotary cos/sin caches vLLM allocates while loading.
@@ -56,13 +57,16 @@ def weights_term(model: ModelSpec, cfg: PlanConfig) -> BudgetTerm:
         return BudgetTerm.exact("weights", cfg.weights_bytes, "given", "weights per rank given by hand")
     weight_dtype = dtype_bytes("dtype", cfg.dtype) or model.dtype_bytes
     fmt = quant_format(model.quantization_config, cfg.quantization)
-    parts = loaded_parts(model, cfg)
     if model.param_breakdown is None or fmt is None:
         return _fallback(model, cfg, weight_dtype, fmt is None)
+    present = model.param_breakdown.parts_present()
+    in_header = set(model.checkpoint_bytes.bytes_by_part) if model.checkpoint_bytes is not None else set()
+    parts = tuple(p for p in loaded_parts(model, cfg) if p in present or p in in_header)
     ctx = QuantContext(weight_dtype, _compute_capability(cfg))
     rank = most_loaded_rank(model.param_breakdown, fmt, ctx, tp=cfg.tp, pp=cfg.pp, parts=parts)
     ranks = f"TP {cfg.tp} x PP {cfg.pp}"
-    if model.checkpoint_bytes is not None:
+    quantized_at_load = not model.quantization_config and cfg.quantization is not None  # headers hold bf16
+    if model.checkpoint_bytes is not None and not quantized_at_load:
         header = sum(model.checkpoint_bytes.part_bytes(p) for p in parts)
         # The share of the unpadded, unsharded model this rank holds, measured in the format's bytes.
         whole = most_loaded_rank(

@@ -9,7 +9,8 @@ per-rank size). The backend follows the GPU generation (vLLM's default selection
       intermediate -> multiple of 128 (gpt-oss-120b: 2880 -> 3072 and 2944);
   9.0 (Hopper): Triton matmul_ogs, intermediate -> multiple of 64; its Hopper value layout
       (triton_kernels hopper_value.py `_padded_shape`) then pads each expert's packed input axis
-      to 64 bytes (128 values) and its output axis to 256; biases are kept in fp32;
+      to 64 bytes (128 values) and its output axis to 256, its scale layout (hopper_scale.py)
+      pads the scales' output axis to 256 and their block axis to even; biases are kept in fp32;
   10.x (datacenter Blackwell): FlashInfer TRT-LLM, hidden -> 256, intermediate -> 128.
 Unknown GPU: no padding.
 """
@@ -39,12 +40,19 @@ class Backend:
     intermediate_multiple: int
     value_in_multiple: int = 1  # layout padding of each stored matrix (Hopper Triton)
     value_out_multiple: int = 1
+    scale_out_multiple: int = 1  # layout padding of each scale matrix's output axis (Hopper Triton)
     fp32_bias: bool = False
 
 
 MARLIN = Backend("marlin", 256, 128)
 TRITON_HOPPER = Backend(
-    "triton (hopper layout)", 1, 64, value_in_multiple=128, value_out_multiple=256, fp32_bias=True
+    "triton (hopper layout)",
+    1,
+    64,
+    value_in_multiple=128,
+    value_out_multiple=256,
+    scale_out_multiple=256,
+    fp32_bias=True,
 )
 TRTLLM = Backend("flashinfer trtllm", 256, 128)
 UNPADDED = Backend("unknown GPU: unpadded", 1, 1)
@@ -86,6 +94,8 @@ class Mxfp4:
         backend = backend_for(ctx.compute_capability)
         k, n = self.padded_shape(weight, in_features, out_features, backend)
         values = _up(k, backend.value_in_multiple) * _up(n, backend.value_out_multiple) // 2
-        scales = ceil(k / BLOCK) * n
+        scales = _up(ceil(k / BLOCK), 2 if backend.scale_out_multiple > 1 else 1) * _up(
+            n, backend.scale_out_multiple
+        )
         bias = n * (FP32 if backend.fp32_bias else ctx.dtype_bytes) if weight.bias else 0
         return weight.count * (values + scales + bias)

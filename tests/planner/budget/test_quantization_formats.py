@@ -211,8 +211,9 @@ def test_mxfp4_experts_by_backend() -> None:
     #   w2 (2944 in, 3072 out): 4,521,984 + 92 x 3072 = 282,624
     assert fmt.linear_bytes(w2, 2880, 2880, AMPERE) == 4_521_984 + 282_624
     # Hopper (Triton): no MoE padding (2880 is a multiple of 64); the Hopper value layout pads the
-    # stored matrix to inputs 2944 (128) x outputs 5888 (256): 8,667,136; scales 90 x 5760 = 518,400
-    assert fmt.linear_bytes(w13, 2880, 5760, HOPPER) == 8_667_136 + 518_400
+    # stored matrix to inputs 2944 (128) x outputs 5888 (256): 8,667,136 bytes; the scale layout pads
+    # the scales' outputs to 5888 too: 90 blocks x 5888 = 529,920
+    assert fmt.linear_bytes(w13, 2880, 5760, HOPPER) == 8_667_136 + 529_920
     # non-expert linears stay unquantized
     assert fmt.linear_bytes(LIN, K, N, HOPPER) == 262_144
 

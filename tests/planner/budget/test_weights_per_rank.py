@@ -93,9 +93,18 @@ def test_weights_term_given_and_config_sources() -> None:
 
 
 def test_mtp_layers_load_only_with_mtp_speculation() -> None:
-    cfg9b = dict(CONFIG, model_type="qwen3_5_text", linear_num_key_heads=2, linear_num_value_heads=4,
-                 linear_key_head_dim=8, linear_value_head_dim=8, linear_conv_kernel_dim=4,
-                 full_attention_interval=4, mtp_num_hidden_layers=1, tie_word_embeddings=True)
+    cfg9b = dict(
+        CONFIG,
+        model_type="qwen3_5_text",
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=8,
+        linear_value_head_dim=8,
+        linear_conv_kernel_dim=4,
+        full_attention_interval=4,
+        mtp_num_hidden_layers=1,
+        tie_word_embeddings=True,
+    )
     spec = from_hf_config(cfg9b, "tiny-qwen3.5")
     plain = weights_term(spec, PlanConfig(gpu="h100"))
     with_mtp = weights_term(spec, PlanConfig(gpu="h100", speculative_tokens=2))
@@ -103,3 +112,37 @@ def test_mtp_layers_load_only_with_mtp_speculation() -> None:
     assert mtp_params > 0 and with_mtp.bytes - plain.bytes == 2 * mtp_params
     eagle = weights_term(spec, replace(PlanConfig(gpu="h100", speculative_tokens=2), draft_layers=1))
     assert eagle.bytes == plain.bytes
+
+
+def test_header_bytes_leave_out_mtp_and_scale_to_the_rank() -> None:
+    from hkv.model_specs.checkpoint_bytes import CheckpointBytes
+
+    spec = from_hf_config(dict(CONFIG), "tiny")
+    header = CheckpointBytes(
+        1_000_000 + 50_000 + 7_000,
+        (("language_model", 1_000_000), ("vision", 50_000), ("mtp", 7_000)),
+        "local",
+    )
+    spec = replace(spec, checkpoint_bytes=header, weights_bytes_exact=header.total_bytes)
+    rotary = 128 * 16 * 2
+    # TP 1: language model + vision from the headers, MTP left out, + the rotary cache: exact
+    one = weights_term(spec, PlanConfig(gpu="h100"))
+    assert (one.bytes, one.source, one.is_exact) == (1_050_000 + rotary, "header", True)
+    # towers off: the language model only
+    assert weights_term(spec, PlanConfig(gpu="h100", language_model_only=True)).bytes == 1_000_000 + rotary
+    # TP 4: scaled by the rank's share of the config computation (136,320 bytes of the whole model's)
+    # whole model at TP 1: embed and lm_head 1,024 x 64 each (padded) + 4 x 30,848 + 64 = 254,528 elements
+    share = 136_320 / (2 * 254_528)
+    four = weights_term(spec, PlanConfig(gpu="h100", tp=4))
+    assert four.source == "header" and four.bytes == -(-1_050_000 * share // 1) + rotary
+
+
+def test_online_fp8_quantizes_the_linears_at_load() -> None:
+    # TP 1 tiny Llama, --quantization fp8: each linear K x N bytes + one fp32 scale; embeddings and
+    # lm_head stay bf16 (vLLM's ParallelLMHead is not quantized by fp8).
+    # per layer linears: q 4,096 + k 2,048 + v 2,048 + o 4,096 + 3 x 6,144 = 30,720 bytes + 7 scales x 4 = 28
+    # per layer norms 128 x 2 = 256. Four layers: 4 x (30,720 + 28 + 256) = 124,016
+    # embed + lm_head 2 x 65,536 x 2 = 262,144; final norm 128; rotary 4,096
+    spec = from_hf_config(dict(CONFIG), "tiny")
+    term = weights_term(spec, PlanConfig(gpu="h100", quantization="fp8"))
+    assert term.bytes == 124_016 + 262_144 + 128 + 4_096
