@@ -4,7 +4,8 @@ Requests: a HEAD of config.json (no retries, HUB_TIMEOUT_S: the probe that decid
 answers at all), hf_hub_download of config.json and model.safetensors.index.json (into the HF cache,
 where transformers and vLLM look too), then for each shard two HTTP range reads at most: the first
 100 kB and, for longer headers, the rest of the header. Tensor data is never requested.
-Every failure becomes a HubUnavailable with a one-line reason.
+Every failure to get an answer becomes a HubUnavailable with a one-line reason; a header that is
+not safetensors, an InvalidConfigError.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def fetch_checkpoint(model_id: str, revision: str = "main") -> HubCheckpoint:
         raise HubUnavailable(_http_reason(error, model_id, endpoint)) from None
     except (httpx2.TransportError, hf_errors.OfflineModeIsEnabled) as error:
         raise HubUnavailable(f"the Hub at {endpoint} is unreachable ({type(error).__name__})") from None
+    except hf_errors.SafetensorsParsingError as error:
+        raise InvalidConfigError(f"{model_id}: {str(error).splitlines()[0]}") from None
 
 
 def _fetch(model_id: str, revision: str, endpoint: str) -> HubCheckpoint:
@@ -75,6 +78,8 @@ def _tensors(model_id: str, commit: str, endpoint: str,
         shards = _indexed_shards(_download(model_id, INDEX_FILE, commit, endpoint))
     except RemoteEntryNotFoundError:
         shards = [SINGLE_FILE]
+    if not shards:
+        return None
     try:
         with ThreadPoolExecutor(max_workers=min(_SHARD_WORKERS, len(shards))) as pool:
             headers = list(pool.map(read_header, shards))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fake_hub import FakeHub, fake_hub, safetensors_file  # noqa: F401 (fake_hub is a fixture)
 
-from hkv.model_specs import SpecNotFoundError, load_model_spec
+from hkv.model_specs import InvalidConfigError, SpecNotFoundError, load_model_spec
 
 LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
          "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
@@ -153,3 +153,10 @@ def test_offline_falls_back_to_the_hf_cache_then_the_catalog(tmp_path: Path,
                                    f"(gemma-3-27b-it), {OFFLINE_CONFIG_WEIGHTS}")
     with pytest.raises(SpecNotFoundError, match=r"^offline \(HF_HUB_OFFLINE=1\); 'acme/elsewhere' is not a"):
         load_model_spec("acme/elsewhere")
+
+
+def test_a_shard_that_is_not_safetensors_is_one_error_line(fake_hub: FakeHub) -> None:
+    fake_hub.add_repo("acme/broken", {"config.json": _config(), "model.safetensors": b"\xff" * 8 + b"{}"})
+    with pytest.raises(InvalidConfigError) as error:
+        load_model_spec("acme/broken")
+    assert str(error.value).startswith("acme/broken: ") and "\n" not in str(error.value)
