@@ -81,7 +81,19 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         has_sinks=view.family == "gpt_oss",
         attn_logit_softcap=view.get("attn_logit_softcapping"),
         source=source,
+        **_moe_shape(view),
     )
+
+
+def _moe_shape(view: ConfigView) -> dict[str, int]:
+    """Experts per token and one expert's intermediate size; zeros for a dense model."""
+    experts = next((int(view.get(k) or 0) for k in ("num_experts", "num_local_experts", "n_routed_experts")
+                    if view.get(k)), 0)
+    per_token = int(view.get("num_experts_per_tok") or 0)
+    if not experts or not per_token:
+        return {}
+    size = int(view.get("moe_intermediate_size") or view.get("intermediate_size") or 0)
+    return {"num_experts_per_tok": per_token, "moe_intermediate_size": size}
 
 
 def _param_breakdown(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...], config: Mapping[str, Any],

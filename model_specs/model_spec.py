@@ -49,6 +49,9 @@ class ModelSpec:
     param_breakdown: ParamBreakdown | None = field(default=None, compare=False, repr=False)
     # The config's quantization_config as read (quantization formats parse it in the planner).
     quantization_config: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    # Routed MoE (the fused-MoE workspaces of vLLM's profile run): experts per token, 0 when dense.
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0  # one expert's intermediate size
 
     def cache_specs(self, opts: CacheOptions, *,
                     engine_windows: bool = False) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:

@@ -1,0 +1,76 @@
+"""vLLM's CUDA graph memory estimate (`profile_cudagraph_memory`, printed from 0.19, subtracted from 0.20).
+
+How vLLM estimates (gpu_model_runner.profile_cudagraph_memory, 0.32): for each cudagraph mode
+(PIECEWISE, FULL) it captures the two largest sizes into a scratch pool and measures the free
+memory each takes; estimate = max over modes of the first capture + sum over modes of
+(the second capture) x (graphs of that mode - 1). hkv cannot capture, so it models both captures
+per decoder layer, fitted on the estimates real logs printed (r001-r050 in
+shared/data/vllm_memory_logs, see tests/planner/budget/test_profile_logged.py):
+
+    estimate = layers x (first-capture bytes + per-graph bytes x (graphs - modes))
+
+dense layers: 4 MiB first capture, 0.21 MiB per further graph; MoE layers (router, top-k,
+expert kernels per graph): 10 MiB and 0.62 MiB.
+
+Capture sizes (config/vllm.py `_set_cudagraph_sizes`): 1, 2, 4, multiples of 8 below 256, then
+multiples of 16 up to max_cudagraph_capture_size = min(2 x max_num_seqs x decode query len,
+512), capped at max_num_batched_tokens. FULL_AND_PIECEWISE (the default) captures PIECEWISE
+graphs at every size and FULL decode graphs at the sizes up to max_num_seqs x decode query len.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIB = 2**20
+DEFAULT_MAX_CAPTURE_SIZE = 512
+# Fitted on the logged estimates (weighted least squares, relative residuals).
+DENSE_FIRST_CAPTURE_BYTES_PER_LAYER = 4 * MIB
+DENSE_GRAPH_BYTES_PER_LAYER = int(0.21 * MIB)
+MOE_FIRST_CAPTURE_BYTES_PER_LAYER = 10 * MIB
+MOE_GRAPH_BYTES_PER_LAYER = int(0.62 * MIB)
+
+
+def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, *, decode_query_len: int = 1,
+                  max_capture_size: int | None = None) -> tuple[int, ...]:
+    """vLLM's default cudagraph_capture_sizes (ascending)."""
+    largest = max_capture_size if max_capture_size is not None else min(
+        2 * max_num_seqs * decode_query_len, DEFAULT_MAX_CAPTURE_SIZE)
+    largest = min(largest, max_num_batched_tokens)
+    sizes = [s for s in (1, 2, 4) if s <= largest]
+    sizes += range(8, min(largest + 1, 256), 8)
+    sizes += range(256, largest + 1, 16)
+    return tuple(sizes)
+
+
+@dataclass(frozen=True)
+class CudagraphEstimate:
+    num_layers: int
+    piecewise_graphs: int
+    full_graphs: int
+    moe: bool
+
+    @property
+    def graphs(self) -> int:
+        return self.piecewise_graphs + self.full_graphs
+
+    @property
+    def modes(self) -> int:
+        return (self.piecewise_graphs > 0) + (self.full_graphs > 0)
+
+    @property
+    def bytes(self) -> int:
+        if not self.graphs:
+            return 0
+        first, per_graph = ((MOE_FIRST_CAPTURE_BYTES_PER_LAYER, MOE_GRAPH_BYTES_PER_LAYER) if self.moe
+                            else (DENSE_FIRST_CAPTURE_BYTES_PER_LAYER, DENSE_GRAPH_BYTES_PER_LAYER))
+        return self.num_layers * (first + per_graph * (self.graphs - self.modes))
+
+
+def cudagraph_estimate(num_layers: int, max_num_seqs: int, max_num_batched_tokens: int, *, moe: bool,
+                       decode_query_len: int = 1, max_capture_size: int | None = None) -> CudagraphEstimate:
+    """The estimate for FULL_AND_PIECEWISE graphs of a rank holding `num_layers` decoder layers."""
+    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, decode_query_len=decode_query_len,
+                          max_capture_size=max_capture_size)
+    decode_limit = max_num_seqs * decode_query_len
+    return CudagraphEstimate(num_layers, len(sizes), sum(1 for s in sizes if s <= decode_limit), moe)
