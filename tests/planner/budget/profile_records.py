@@ -86,6 +86,10 @@ ACTIVATION_RECORDS = (
                      experts_per_tok=10, moe_intermediate=512, has_state=True),
     ActivationRecord("r018_llmd_gptoss20b_h100", "0.11.0", 201088, 2880, 2880, 1, 8192, 1024, 7.38,
                      experts_per_tok=4, moe_intermediate=2880),
+    # r019 printed 7.38 GiB copied from the 20b row (its notes); its own figures give
+    # requested 71.26 - weights 64.38 - non-torch 0.13 - available 3.33 = 3.42 GiB
+    ActivationRecord("r019_llmd_gptoss120b_h100", "0.11.0", 201088, 2880, 2880, 1, 8192, 1024,
+                     round(71.26 - 64.38 - 0.13 - 3.33, 2), experts_per_tok=4, moe_intermediate=2880),
     ActivationRecord("r020_llmd_llama33_70b_fp8_tp2_h100", "0.11.0", 128256, 8192, 28672, 2, 8192, 1024, 4.84),
     ActivationRecord("r021_llmd_llama33_70b_fp8_tp1_h100_negative", "0.11.0", 128256, 8192, 28672, 1, 8192, 1024,
                      4.84),
@@ -113,8 +117,7 @@ ACTIVATION_RECORDS = (
     ActivationRecord("r008_llama31_8b_a100_v031", "0.31.0", 128256, 4096, 14336, 1, 2048, 256, 1.44, layers=32),
     ActivationRecord("r011_qwen25_05b_4090_wsl_v0271", "0.27.1", 151936, 896, 4864, 1, 2048, 256, 0.25, layers=24),
 )
-# Logged activations left out: r019 (its notes: the 7.38 GiB was copied from the 20b row; the
-# row's own arithmetic gives -0.63 GiB available), r043-r046 (GLM-5.3-Flash and Qwen3.8-Flash-Next
+# Logged activations left out: r043-r046 (GLM-5.3-Flash and Qwen3.8-Flash-Next
 # configs are not public), r047 (model not named), r051 (the V0 engine, 0.7.2).
 
 
