@@ -187,9 +187,5 @@ def _note_scope(config: Mapping[str, Any], view: ConfigView) -> None:
     quant = view.get("quantization_config")
     if isinstance(quant, Mapping) and quant.get("quant_method"):
         method = quant["quant_method"]
-        if str(method).lower() not in ('mxfp4', 'fp8'):
-            view.note(f"checkpoint is {method}-quantized: weights bytes = num_params x dtype bytes "
-                      "over-estimates it unless read from safetensors")
-        else:
-            view.note(f"checkpoint is {method}-quantized: weights bytes estimated for {method} "
-                      "(see model_specs/quantized_weights.py) unless read from safetensors")
+        view.note(f"checkpoint is {method}-quantized: plans size its weights in that format from the "
+                  "config (planner/budget/quantization/) unless safetensors headers are at hand")
