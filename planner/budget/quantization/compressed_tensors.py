@@ -11,7 +11,7 @@ outputs, by the group's weights scheme:
   float 8 (FP8 W8A8):                   K x N fp8 + fp32 scales: N (channel), 1 (tensor) or
                                         ceil(N / bn) x ceil(K / bk) (block)
   float 4, group 16 (NVFP4):            K x N / 2 + fp8 scales N x K / 16 (+ fp32 global scales);
-                                        on compute capability >= 10 the scales are swizzled to
+                                        on native-FP4 GPUs (10.0, 10.3, 12.0) scales are swizzled to
                                         (N rounded up to 128) x (K / 16 rounded up to 4)
 """
 
@@ -31,6 +31,9 @@ from hkv.planner.budget.quantization.skip_rules import ignore_match
 FP32 = 4
 NVFP4_GROUP = 16
 SWIZZLE_ROWS, SWIZZLE_COLS = 128, 4
+# GPUs whose native FP4 GEMMs take swizzled scales; elsewhere (GB10 in the logged releases: "Your GPU
+# does not have native support for FP4") vLLM runs NVFP4 weight-only on Marlin with plain scales.
+NATIVE_FP4_CAPABILITIES = ((10, 0), (10, 3), (12, 0))
 
 
 def _round_up(x: int, multiple: int) -> int:
@@ -41,7 +44,7 @@ def nvfp4_bytes(in_features: int, out_features: int, ctx: QuantContext, group: i
     """One NVFP4 matrix: 4-bit values, one fp8 scale per `group` inputs, two fp32 global scales."""
     scale_cols = ceil(in_features / group)
     rows = out_features
-    if ctx.compute_capability is not None and ctx.compute_capability >= (10, 0):
+    if ctx.compute_capability in NATIVE_FP4_CAPABILITIES:
         rows, scale_cols = _round_up(rows, SWIZZLE_ROWS), _round_up(scale_cols, SWIZZLE_COLS)
     return in_features * out_features // 2 + rows * scale_cols + 2 * FP32
 

@@ -160,11 +160,11 @@ RECORDS = (
     Logged(
         "r003_qwen36_27b_nvfp4_spark",
         "nvidia-qwen3.6-27b-nvfp4",
-        "rtx5090",
+        "gb10",
         1,
         19.78,
         "[gpu_model_runner.py:5255] Model loading took 19.78 GiB memory and 129.689615 seconds "
-        "(GB10, compute capability 12.1; Marlin weight-only FP4: the 12.x path of the RTX 5090 row)",
+        "(GB10, compute capability 12.1; Marlin weight-only FP4 per the log)",
     ),
     Logged(
         "r010_qwen3next_80b_2xh200_v0102",
