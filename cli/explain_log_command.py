@@ -1,7 +1,8 @@
 """`hkv explain-log FILE|-`: read a vLLM start-up log, re-plan with exactly its inputs, check each
 number it printed against hkv's reproduction, and explain them.
 
-Exit codes: 0 every logged number reproduced; 1 bad input (one stderr line: an unreadable file, a
+The memory terms and anomalies inform; they never change the exit code. Exit codes: 0 every
+logged number reproduced; 1 bad input (one stderr line: an unreadable file, a
 log with no line hkv reads, no budget line and no --available-kv-memory, an unknown model); 3 some
 logged number cannot be reproduced (the checks show which).
 """
@@ -45,8 +46,11 @@ def explain_log_command(
     output_format: FormatOpt = OutputFormat.human,
 ) -> None:
     """Explain a vLLM start-up log: each KV cache number it printed next to hkv's reproduction
-    (✓ or the difference), then why: groups and padding, block size, budget, blocks per request,
-    sustained concurrency and physical limit, and what the other layouts would give. Options fill
+    (✓ or the difference); the memory budget term by term (weights, activation peak, non-torch,
+    CUDA graph estimate, requested, available: logged next to hkv's blind budget, its source and
+    band), whether the log's own arithmetic adds up, and anomalies (LoRA, a KV connector, memory
+    in use at start-up, unified memory); then why: groups and padding, block size, budget, blocks
+    per request, sustained concurrency and physical limit, and what the other layouts would give. Options fill
     in what the log lacks and override what it says. Exit 3 when a logged number cannot be
     reproduced. Each option's default is what the log says, then the default shown.
 

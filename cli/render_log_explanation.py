@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from hkv.cli.render_log_budget import log_budget_to_dict, render_log_budget
 from hkv.planner.log_explanation import LogCheck, LogExplanation
 from hkv.planner.log_reasons import gib_text
 from hkv.planner.plan_json import plan_to_dict
@@ -32,6 +33,7 @@ def explanation_to_dict(e: LogExplanation) -> dict[str, Any]:
         "checks": [{"name": c.name, "logged": c.logged, "reproduced": c.reproduced, "ok": c.ok} for c in e.checks],
         "reasons": list(e.reasons),
         "plan": plan_to_dict(e.plan),
+        **log_budget_to_dict(e.budget, e.anomalies),
     }
 
 
@@ -60,6 +62,7 @@ def render_explanation(e: LogExplanation, console: Console) -> None:
         table.add_row(escape(c.name), escape(c.logged), escape(c.reproduced),
                       f"[green]{mark}[/green]" if c.ok else f"[bold red]{mark}[/bold red]")
     console.print(table)
+    render_log_budget(e.budget, e.anomalies, console)
     console.print("[bold]why[/bold]")
     for line in e.reasons:
         console.print(f"  - {escape(line)}")

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.layer_desc import AttentionDesc
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
+from hkv.planner.log_anomalies import Anomaly, detect_anomalies
+from hkv.planner.log_budget_terms import BudgetComparison, compare_budget
 from hkv.planner.log_inputs import budget_band, hybrid_manager_disabled_by_flag, log_plan_fields
 from hkv.planner.log_reasons import layout_reasons
 from hkv.planner.plan import Plan, plan
@@ -62,6 +64,8 @@ class LogExplanation:
     inputs: Mapping[str, Any]  # the PlanConfig fields used (log, then caller)
     assumptions: tuple[str, ...]  # inputs neither the log nor the caller gave
     reasons: tuple[str, ...]  # why the numbers are what they are
+    budget: BudgetComparison | None = None  # the logged memory terms next to hkv's blind budget
+    anomalies: tuple[Anomaly, ...] = ()  # what changes the meaning of the logged figures
 
     @property
     def ok(self) -> bool:
@@ -80,7 +84,14 @@ class _Attempt:
 def explain_log(log: VllmLog, model: ModelSpec, given: Mapping[str, Any]) -> LogExplanation:
     """`given`: PlanConfig fields the caller set (they override the log's). Raises
     InvalidInputError for a log without a budget (and none given) or a release hkv does not
-    model, LayoutUnavailableError when no vLLM layout applies to the model."""
+    model, LayoutUnavailableError when no vLLM layout applies to the model. The budget terms and
+    anomalies (log_budget_terms.py, log_anomalies.py) come with it; they never change `ok`."""
+    explanation = _explain_numbers(log, model, given)
+    comparison = compare_budget(log, model, given, explanation.vllm_version)
+    return replace(explanation, budget=comparison, anomalies=detect_anomalies(log, comparison))
+
+
+def _explain_numbers(log: VllmLog, model: ModelSpec, given: Mapping[str, Any]) -> LogExplanation:
     inputs = {**log_plan_fields(log), **given}
     band = budget_band(log, given.get("available_kv_memory_bytes"))
     versions, source = _candidate_versions(log, given)

@@ -14,6 +14,7 @@ without the "(EngineCore pid=7) INFO 11-22 00:06:47 [file.py:12] " prefix:
     Padding mamba page size by 0.19% to ensure that mamba page size and attention page size are ...
     There is a latency regression when using chunked local attention with the hybrid KV cache
     manager. Disabling it, by default. ...
+    (and the memory lines: weights, profile, free memory, CUDA graphs; vllm_memory_lines.py)
 
 Pure: no I/O. A line that appears several times (one per rank) counts once, the last one wins.
 """
@@ -27,10 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hkv.planner.errors import InvalidInputError
+from hkv.planner.logged_memory import LoggedMemory
+from hkv.planner.vllm_memory_lines import read_logged_memory
 
 _VERSION_RES = (
     re.compile(r"vLLM (?:API )?server version (v?\d+\.\d+[\w.+-]*)"),
     re.compile(r"Initializing a V\d LLM engine \(v?(\d+\.\d+[\w.+-]*)\)"),
+    re.compile(r"█\s+version (\d+\.\d+[\w.+-]*)"),  # the start-up banner (0.21+)
 )
 _NON_DEFAULT_RE = re.compile(r"non-default args: (\{.*\})\s*$")
 _ENGINE_CONFIG_RE = re.compile(r"LLM engine \(v[^)]*\) with config: (.*)$")
@@ -46,7 +50,8 @@ _CHUNKED_DISABLED = "latency regression when using chunked local attention with 
 # Engine config keys worth reading (the rest of that line is printed reprs hkv has no use for).
 _CONFIG_KEYS = {"model": "model", "max_seq_len": "max_model_len", "tensor_parallel_size": "tensor_parallel_size",
                 "pipeline_parallel_size": "pipeline_parallel_size", "kv_cache_dtype": "kv_cache_dtype",
-                "enable_prefix_caching": "enable_prefix_caching", "dtype": "dtype"}
+                "enable_prefix_caching": "enable_prefix_caching", "dtype": "dtype", "enforce_eager": "enforce_eager",
+                "quantization": "quantization"}
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class VllmLog:
     attention_block_size: int | None = None  # "Setting attention block size to N tokens"
     mamba_padding_pct: str | None = None  # "Padding mamba page size by X%"
     hybrid_disabled_for_chunked: bool = False  # the chunked-local latency warning
+    memory: LoggedMemory = field(default_factory=LoggedMemory)  # the memory lines (vllm_memory_lines.py)
 
     @property
     def has_capacity(self) -> bool:
@@ -78,6 +84,8 @@ def read_vllm_log(lines: Iterable[str]) -> VllmLog:
     found: dict[str, Any] = {}
     config_args: dict[str, Any] = {}
     non_default: dict[str, Any] = {}
+    lines = list(lines)
+    memory = read_logged_memory("\n".join(lines))
     for raw in lines:
         line = raw.rstrip("\r\n")
         for pattern in _VERSION_RES:
@@ -106,12 +114,12 @@ def read_vllm_log(lines: Iterable[str]) -> VllmLog:
         if _CHUNKED_DISABLED in line:
             found["hybrid_disabled_for_chunked"] = True
     args = {**config_args, **non_default}
-    if not found and not args:
+    if not found and not args and memory.is_empty:
         raise InvalidInputError(
             "the log holds none of vLLM's start-up lines hkv reads (\"KV cache size\", \"Maximum concurrency\", "
-            "\"Available KV cache memory\", \"non-default args\"); paste vLLM's start-up log",
+            "\"Available KV cache memory\", \"non-default args\", its memory lines); paste vLLM's start-up log",
             fields=("log_file",))
-    return VllmLog(args=args, **found)
+    return VllmLog(args=args, memory=memory, **found)
 
 
 def _int(text: str) -> int:

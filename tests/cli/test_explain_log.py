@@ -9,6 +9,7 @@ token x layers, groups, blocks per request), not taken from hkv.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -209,3 +210,74 @@ def test_bad_paths(tmp_path, make, message):
 def test_reads_standard_input():
     result = runner.invoke(app, ["explain-log", "-", "--format", "json"], input=LOGS[0][1])
     assert result.exit_code == 0 and json.loads(result.stdout)["ok"] is True
+
+
+# A real start-up: Qwen3-Next-80B-A3B at TP 2 on two H200s, vLLM 0.10.2 (record
+# r010_qwen3next_80b_2xh200_v0102 of shared/data/vllm_memory_logs/records.jsonl, its lines verbatim).
+R010_LINES = [
+    "(APIServer pid=1804347) INFO 10-23 15:10:10 [api_server.py:1896] vLLM API server version 0.10.2",
+    "(APIServer pid=1804347) INFO 10-23 15:10:10 [utils.py:328] non-default args: {'host': '0.0.0.0', 'model': "
+    "'/data/models/Qwen3-Next-80B-A3B-Instruct', 'tensor_parallel_size': 2}",
+    "(APIServer pid=1804347) INFO 10-23 15:10:22 [config.py:390] Setting attention block size to 544 tokens to ensure "
+    "that attention page size is >= mamba page size.",
+    "(APIServer pid=1804347) INFO 10-23 15:10:22 [config.py:411] Padding mamba page size by 1.49% to ensure that mamba "
+    "page size and attention page size are exactly equal.",
+    "(Worker_TP0 pid=1806413) INFO 10-23 15:14:18 [gpu_model_runner.py:2392] Model loading took 74.2812 GiB and "
+    "215.831224 seconds",
+    "(Worker_TP0 pid=1806413) INFO 10-23 15:14:30 [gpu_worker.py:298] Available KV cache memory: 44.59 GiB",
+    "(EngineCore_DP0 pid=1805889) INFO 10-23 15:14:30 [kv_cache_utils.py:1028] GPU KV cache size: 973,760 tokens",
+    "(EngineCore_DP0 pid=1805889) INFO 10-23 15:14:30 [kv_cache_utils.py:1032] Maximum concurrency for 262,144 tokens "
+    "per request: 14.77x",
+    "(Worker_TP1 pid=1806414) INFO 10-23 15:14:56 [gpu_model_runner.py:3118] Graph capturing finished in 25 secs, took "
+    "2.37 GiB",
+    "(Worker_TP1 pid=1806414) INFO 10-23 15:14:56 [gpu_worker.py:391] Free memory on device (139.21/139.81 GiB) on "
+    "startup. Desired GPU memory utilization is (0.9, 125.83 GiB). Actual usage is 74.28 GiB for weight, 5.58 GiB for "
+    "peak activation, 1.38 GiB for non-torch memory, and 2.37 GiB for CUDAGraph memory. Replace "
+    "gpu_memory_utilization config with `--kv-cache-memory=45175492096` to fit into requested memory, or "
+    "`--kv-cache-memory=59540753920` to fully utilize gpu memory. Current kv cache memory in use is 47878721024 "
+    "bytes.",
+]
+QWEN3_NEXT = str(Path(__file__).resolve().parents[1] / "data" / "vllm_startups" / "configs" /
+                 "qwen3-next-80b-a3b-instruct.json")
+
+
+def test_real_log_term_by_term_json(tmp_path):
+    """Each logged memory term next to hkv's blind one; the log's arithmetic (125.83 - 74.2812 -
+    5.58 - 1.38 = 44.59, graph estimate not subtracted in 0.10.2) adds up; no anomaly (0.60 GiB in
+    use at start-up, under 1 GiB). The checks and their keys stay as they were."""
+    result = explain(tmp_path, "\n".join(R010_LINES) + "\n", "--model", QWEN3_NEXT)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    doc = json.loads(result.stdout)
+    assert {"checks", "reasons", "plan", "inputs", "budget_band_bytes", "vllm_version"} <= set(doc)
+    assert doc["ok"] is True and doc["vllm_version"] == "0.10.2"
+    rows = {row["name"]: row for row in doc["budget_terms"]}
+    assert [rows[name]["logged"] for name in ("GPU total", "requested (total x utilization)", "weights",
+                                              "activation peak", "non-torch", "available KV cache memory")] == \
+        ["139.81 GiB", "125.83 GiB", "74.2812 GiB", "5.58 GiB", "1.38 GiB", "44.59 GiB"]
+    assert rows["GPU total"]["source"] == "GPU table: h200" and rows["GPU total"]["inside_band"] is True
+    assert all(set(row) == {"name", "logged", "logged_bytes", "logged_band_bytes", "hkv_bytes", "hkv_band_bytes",
+                            "difference_bytes", "source", "inside_band", "note"} for row in doc["budget_terms"])
+    assert doc["budget_accounting"]["adds_up"] is True
+    assert doc["budget_accounting"]["matching_rules"] == ["graph estimate not subtracted"]
+    assert doc["anomalies"] == [] and doc["budget_config"]["gpu"] == "h200"
+
+
+def test_real_log_term_by_term_table(tmp_path):
+    path = tmp_path / "vllm.log"
+    path.write_text("\n".join(R010_LINES) + "\n")
+    result = runner.invoke(app, ["explain-log", str(path), "--model", QWEN3_NEXT], env={"COLUMNS": "220"})
+    assert result.exit_code == 0, result.stderr
+    assert "memory budget, term by term" in result.stdout and "74.2812 GiB" in result.stdout
+    assert "vLLM's arithmetic (adds up)" in result.stdout and result.stdout.count("✓") == 5
+
+
+def test_anomalies_in_json(tmp_path):
+    """LoRA in the args and a connector line: both named; exit 0, they never fail the checks."""
+    lora_args = {**LLAMA, "enable_lora": True, "max_loras": 2}
+    log = current_log("0.32.0", lora_args, "10.0", 81_920, 8192, "10.00",
+                      "Creating v1 connector with name: NixlConnector and engine_id: 1f2e")
+    result = explain(tmp_path, log)
+    assert result.exit_code == 0, result.stderr
+    anomalies = {a["name"]: a["text"] for a in json.loads(result.stdout)["anomalies"]}
+    assert set(anomalies) == {"lora", "kv_connector"} and "max_loras 2" in anomalies["lora"]
+    assert "NixlConnector" in anomalies["kv_connector"]
