@@ -5,7 +5,7 @@ gpu/model_runner.py, utils/mem_utils.py of the released wheels; the V0 worker.py
 LoggedMemory fields its groups fill and the constants it implies. Clauses are matched, not whole
 messages, and every space in a pattern matches any whitespace, so the
 "(EngineCore pid=7) INFO 11-22 00:06:47 [file.py:12]" prefix, an author's re-wrapping of a long
-line and quote marks at line starts ("▎ ", "> ") do not matter. A figure printed several times (one
+line, quote marks at line starts ("▎ ", "> ") and markdown emphasis do not matter. A figure printed several times (one
 line per rank, the loading line and the usage line) keeps the most precise printing, then the last.
 
 Pure: no I/O.
@@ -23,6 +23,7 @@ from hkv.planner.logged_memory import LoggedFigure, LoggedMemory
 _NUM = r"(-?\d+(?:\.\d+)?)"
 _GIB = r"\s?GiB"
 _QUOTE_MARKS = re.compile(r"^[ \t▎>│]+", re.MULTILINE)
+_MARKDOWN_EMPHASIS = re.compile(r"\*\*|`")  # authors' summaries: "- **Model loading took:** 13.47 GiB"
 
 
 def _gib(text: str | None) -> LoggedFigure | None:
@@ -60,7 +61,7 @@ def _kind(name: str, pattern: str, *fields: tuple[str, Callable[[str | None], An
 
 LINE_KINDS: tuple[LineKind, ...] = (
     # Loading (V1 runner: gpu_model_runner.py; V2 runner: gpu/model_runner.py; "memory" from 0.11).
-    _kind("weights loaded", r"Model loading took NUM GiB(?: memory)? and", ("weights", _gib)),
+    _kind("weights loaded", r"Model loading took:? NUM GiB(?: memory)? and", ("weights", _gib)),
     _kind("model runner", r"(gpu_)?model_runner\.py:\d+\]?\s*Model loading took", ("v2_model_runner", _is_v2_runner)),
     _kind("weights loaded (V0)", r"Loading model weights took NUM GB", ("weights", _gib)),
     # V0 engine's profile summary (one message over several lines).
@@ -101,7 +102,7 @@ LINE_KINDS: tuple[LineKind, ...] = (
     _kind("graph estimate off", r"CUDA graph memory profiling is disabled", graph_estimate_disabled=True),
     _kind("utilization (graph hint)", r"current --gpu-memory-utilization=NUM is equivalent", ("utilization", _text)),
     _kind("utilization (0.19 hint)", r"increase --gpu-memory-utilization from NUM to", ("utilization", _text)),
-    _kind("available", r"Available KV cache memory: NUM GiB", ("available", _gib)),
+    _kind("available", r"Available KV cache memory:? NUM GiB", ("available", _gib)),
     # What changes the meaning of the budget: LoRA, KV connectors and offloading, unified memory.
     _kind("LoRA", r"(?:enable_lora'?[:=]\s*True|--enable-lora\b)", lora=True),
     _kind("max_loras", r"max_loras'?[:=]\s*(\d+)", ("max_loras", _int)),
@@ -116,7 +117,7 @@ _ACCUMULATED = frozenset({"kv_connectors"})
 
 def read_logged_memory(text: str) -> LoggedMemory:
     """Every LINE_KINDS clause in `text` (the whole log); an empty LoggedMemory when none."""
-    text = _QUOTE_MARKS.sub("", text)
+    text = _MARKDOWN_EMPHASIS.sub("", _QUOTE_MARKS.sub("", text))
     found: dict[str, Any] = {}
     for kind in LINE_KINDS:
         for match in kind.pattern.finditer(text):

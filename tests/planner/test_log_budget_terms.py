@@ -97,6 +97,9 @@ LINES = [
     ("r041", "▎ Available KV cache memory: 22.5 GiB", {"available": "22.5"}),
     ("r007", "(EngineCore pid=207) INFO 04-19 10:21:55 [gpu_worker.py:436] Available KV cache memory: -0.12 GiB",
      {"available": "-0.12"}),
+    # An author's markdown summary of the lines.
+    ("r018", "- **Model loading took:** 13.47 GiB memory and 31.68 seconds", {"weights": "13.47"}),
+    ("r021", "- **Available KV cache memory:** -1.44 GiB (NEGATIVE - INSUFFICIENT)", {"available": "-1.44"}),
 ]
 
 
