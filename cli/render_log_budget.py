@@ -57,6 +57,11 @@ def render_log_budget(comparison: BudgetComparison | None, anomalies: Sequence[A
             table.add_row(escape(row.name), escape(row.logged.text) if row.logged else "—", _gib(row.hkv_bytes),
                           _signed_gib(row.difference_bytes), escape(row.source), _band(row), _verdict(row))
         console.print(table)
+        for row in comparison.mismatches:
+            assert row.logged is not None
+            console.print(f"[bold red]outside hkv's band[/bold red]: {escape(row.name)} logged "
+                          f"{escape(row.logged.text)}, hkv {_gib(row.hkv_bytes)} ({escape(row.source)}, band "
+                          f"{_band(row)}): {escape(row.note)}")
     if comparison is not None and comparison.error:
         console.print(f"[yellow]hkv could not budget this start blind: {escape(comparison.error)}[/yellow]")
     if comparison is not None and comparison.accounting is not None:

@@ -12,9 +12,14 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from hkv.cli.main import app
+from hkv.cli.render_log_budget import render_log_budget
+from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.log_budget_terms import compare_budget
+from hkv.planner.vllm_log import read_vllm_log
 
 runner = CliRunner()
 PREFIX = "(EngineCore_DP0 pid=7) INFO 11-23 10:00:31 [kv_cache_utils.py:2328] "
@@ -281,3 +286,14 @@ def test_anomalies_in_json(tmp_path):
     anomalies = {a["name"]: a["text"] for a in json.loads(result.stdout)["anomalies"]}
     assert set(anomalies) == {"lora", "kv_connector"} and "max_loras 2" in anomalies["lora"]
     assert "NixlConnector" in anomalies["kv_connector"]
+
+
+def test_a_mismatch_is_printed_for_people():
+    """A wrong hkv term (weights forced to 60 GiB, exact: "given") is named under the table."""
+    log = read_vllm_log(R010_LINES)
+    comparison = compare_budget(log, load_model_spec(QWEN3_NEXT), {"weights_bytes": 60 * 2**30}, "0.10.2")
+    console = Console(record=True, width=200)
+    render_log_budget(comparison, (), console)
+    text = console.export_text()
+    assert "memory budget, term by term" in text and "OUTSIDE" in text
+    assert "outside hkv's band: weights logged 74.2812 GiB, hkv 60.00 GiB (given" in text

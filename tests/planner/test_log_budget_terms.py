@@ -260,3 +260,4 @@ def test_a_wrong_hkv_term_shows_as_outside_its_band():
     assert weights.source == "given" and weights.hkv_low_bytes == weights.hkv_high_bytes == 60 * GIB
     assert weights.inside_band is False and weights in comparison.mismatches
     assert weights.difference_bytes == 60 * GIB - int(74.2812 * GIB)
+
