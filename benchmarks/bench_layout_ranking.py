@@ -18,7 +18,7 @@ import time
 from hkv.model_specs.catalog import catalog_names
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.hkv_layout import STATE_HEADROOM_LOGGED_COST
-from hkv.planner.memory_budget import smallest_fitting_tp
+from hkv.planner.budget.memory_budget import smallest_fitting_tp
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
 

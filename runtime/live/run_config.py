@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hkv.planner.gpus import NO_GPU_MAX_NUM_BATCHED_TOKENS
+from hkv.planner.budget.gpu_table import NO_GPU_MAX_NUM_BATCHED_TOKENS
 from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS
 from hkv.runtime.errors import InvalidOptionError
 

@@ -13,7 +13,7 @@ from hkv.runtime.verify.sustained_search import SustainedSearch, search_sustaine
 from hkv.runtime.verify.verify_checks import _measurement_limit
 from hkv.runtime.verify.vllm_engine_args import engine_settings
 from hkv.runtime.verify.vllm_startup_log import parse_startup_log
-from hkv.planner.memory_budget import MemoryBudget
+from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.plan_config import PlanConfig
 
 runner = CliRunner()

@@ -4,7 +4,7 @@ import pytest
 from toy_models import FULL, SLIDING, attention_model, gemma3_27b, gpt_oss_120b, granite4_like, llama4_scout
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.memory_budget import compute_memory_budget
+from hkv.planner.budget.memory_budget import compute_memory_budget
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import PlanConfig
 

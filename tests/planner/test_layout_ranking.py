@@ -12,7 +12,7 @@ import pytest
 
 from hkv.model_specs.catalog import catalog_names
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.memory_budget import smallest_fitting_tp
+from hkv.planner.budget.memory_budget import smallest_fitting_tp
 from hkv.planner.plan import plan
 from hkv.planner.hkv_layout import STATE_HEADROOM_LOGGED_COST
 from hkv.planner.plan_config import PlanConfig

@@ -4,7 +4,7 @@ import pytest
 from toy_models import gemma3_27b
 
 from hkv.planner.errors import InvalidInputError
-from hkv.planner.memory_budget import compute_memory_budget
+from hkv.planner.budget.memory_budget import compute_memory_budget
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import (
     EXPECTED_AVG_ENV, PlanConfig, expected_avg_seq_len_from_env, parse_positive_int,

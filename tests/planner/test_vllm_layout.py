@@ -13,7 +13,7 @@ from hkv.planner.capacity import vllm_log_lines
 from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import LayoutUnavailableError
 from hkv.planner.plan import build_layout
-from hkv.planner.memory_budget import compute_memory_budget
+from hkv.planner.budget.memory_budget import compute_memory_budget
 from hkv.planner.plan_config import PlanConfig
 
 GIB = 2**30

@@ -62,7 +62,7 @@ from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCache
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.layout import Layout
-from hkv.planner.memory_budget import compute_memory_budget
+from hkv.planner.budget.memory_budget import compute_memory_budget
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import PlanConfig
 

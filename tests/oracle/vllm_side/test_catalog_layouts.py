@@ -55,7 +55,7 @@ def case(name: str, scenario: str, hybrid: bool = True):
     layout_name = "vllm" if hybrid else "vllm-no-hybrid"
     try:
         cfg = ob.plan_config(sc)
-        from hkv.planner.memory_budget import compute_memory_budget
+        from hkv.planner.budget.memory_budget import compute_memory_budget
         from hkv.planner.plan import build_layout
         layout = build_layout(layout_name, m, cfg, compute_memory_budget(m, cfg))
     except LayoutUnavailableError as err:

@@ -28,7 +28,7 @@ from vllm.v1.core.kv_cache_utils import (
 )
 
 import oracle_bridge as ob
-from hkv.planner.memory_budget import compute_memory_budget
+from hkv.planner.budget.memory_budget import compute_memory_budget
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import PlanConfig
 
