@@ -177,8 +177,11 @@ def _rows(m: LoggedMemory, budget: MemoryBudget, cfg: PlanConfig, rules: VllmRul
     if m.graph_actual is not None:
         rows.append(TermRow("CUDA graph pool (captured)", _value(m.graph_actual), None, None, None, "",
                             "captured after the KV cache was sized: outside the budget", compared=False))
-    low, high = budget.available_band
-    rows.append(TermRow("available KV cache memory", _value(m.available), budget.available_bytes, low, high,
+    # Signed, as vLLM prints it: a budget that does not fit is negative here (the plan clips it to 0).
+    terms = budget.terms
+    requested = budget.requested_bytes
+    rows.append(TermRow("available KV cache memory", _value(m.available), requested - sum(t.bytes for t in terms),
+                        requested - sum(t.high_bytes for t in terms), requested - sum(t.low_bytes for t in terms),
                         "total x utilization - terms",
                         "" if budget.fits else f"does not fit: short by {budget.shortfall_bytes / 2**30:.2f} GiB"))
     return tuple(rows)

@@ -261,3 +261,15 @@ def test_a_wrong_hkv_term_shows_as_outside_its_band():
     assert weights.inside_band is False and weights in comparison.mismatches
     assert weights.difference_bytes == 60 * GIB - int(74.2812 * GIB)
 
+
+
+def test_a_budget_that_does_not_fit_stays_negative():
+    """r021 (Llama-3.3-70B FP8 on one H100, vLLM 0.11): vLLM printed -1.44 GiB; hkv's row keeps the
+    sign of requested - terms instead of the plan's 0."""
+    log = read_vllm_log(["- **Model loading took:** 67.72 GiB memory and 45.09 seconds",
+                         "- **Available KV cache memory:** -1.44 GiB (NEGATIVE - INSUFFICIENT)"])
+    model = load_model_spec(str(CONFIGS / "llama-3.3-70b-instruct-fp8-dynamic.json"))
+    comparison = compare_budget(log, model, {"gpu": "h100", "max_model_len": 16000}, "0.11.0")
+    available = next(row for row in comparison.rows if row.name == "available KV cache memory")
+    assert comparison.budget is not None and not comparison.budget.fits
+    assert available.hkv_bytes == -comparison.budget.shortfall_bytes and "does not fit" in available.note
