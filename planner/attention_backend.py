@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from itertools import product
+from math import lcm
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec
 from hkv.model_specs.model_spec import ModelSpec
@@ -185,31 +187,59 @@ def choose_block_size(query: AttentionQuery | None, requested: int | None, rules
         return _cpu_choice(query, requested)
     if capability is None:
         size = requested or VLLM_DEFAULT_BLOCK_SIZE
-        return BlockSizeChoice(size, VLLM_DEFAULT_BLOCK_SIZE, "", "no CUDA GPU named", requested is not None,
-                               VLLM_DEFAULT_BLOCK_SIZE, "given" if requested else
-                               "vLLM's default; attention backend not modeled without a CUDA GPU")
+        return BlockSizeChoice(size, VLLM_DEFAULT_BLOCK_SIZE, "", "not CUDA", requested is not None,
+                               VLLM_DEFAULT_BLOCK_SIZE, ("given" if requested else "vLLM's default")
+                               + "; attention backend not modeled (ROCm GPU, or no GPU named)")
     if query.is_mla and not rules.backend_block_size:
         return _forced_mla_choice(query, requested, rules, capability)
     return _cuda_choice(query, requested, capability)
 
 
 def _cuda_choice(query: AttentionQuery, requested: int | None, capability: Capability) -> BlockSizeChoice:
+    """vLLM picks a backend per layer (per head size here); without --block-size the block is the
+    one they all run (`_preferred_block_size_for_backends`)."""
     target = cuda_target(capability)
     priorities = CUDA_PRIORITIES.get((query.is_mla, capability[0]), CUDA_PRIORITIES[(query.is_mla, None)])
-    chosen = _first_running(priorities, query, capability, requested)
-    unprompted = _first_running(priorities, query, capability, None)
-    if chosen is None or unprompted is None:
+    per_head = [replace(query, head_sizes=(h,)) for h in query.head_sizes]
+    chosen = [_first_running(priorities, q, capability, requested) for q in per_head]
+    unprompted = [_first_running(priorities, q, capability, None) for q in per_head]
+    if None in chosen or None in unprompted:
         offered = "; ".join(f"{b.name}: {b.blocks.describe()}" for b in priorities
-                            if b.runs(query, capability, None)) or "none runs this model"
+                            if any(b.runs(q, capability, None) for q in per_head)) or "none runs this model"
         raise InvalidInputError(
             f"block_size {requested}: no vLLM attention backend on {target} runs it for this model "
             f"({offered}); pass one of those sizes or leave --block-size out", fields=("block_size",))
-    default = unprompted.blocks.preferred(VLLM_DEFAULT_BLOCK_SIZE)
-    why = f"{chosen.name} on {target}"
-    if requested is not None and chosen is not unprompted:
-        why += f"; --block-size {requested} rules out {unprompted.name}, which vLLM picks by default"
-    return BlockSizeChoice(requested or default, default, chosen.name, target, requested is not None,
-                           chosen.blocks.smallest, ("given; " if requested else "") + why)
+    used, default_backends = _distinct(chosen), _distinct(unprompted)
+    default = _shared_block_size(default_backends, target)
+    why = f"{_names(used)} on {target}"
+    if requested is not None and used != default_backends:
+        why += f"; --block-size {requested} rules out {_names(default_backends)}, which vLLM picks by default"
+    return BlockSizeChoice(requested or default, default, _names(used), target, requested is not None,
+                           lcm(*(b.blocks.smallest for b in used)), ("given; " if requested else "") + why)
+
+
+def _distinct(backends: list[Backend | None]) -> list[Backend]:
+    return [b for i, b in enumerate(backends) if b is not None and b not in backends[:i]]
+
+
+def _names(backends: list[Backend]) -> str:
+    return "/".join(b.name for b in backends)
+
+
+def _shared_block_size(backends: list[Backend], target: str) -> int:
+    """The smallest block every backend runs, the first one's preferred size when alone
+    (platforms/interface.py Platform._preferred_block_size_for_backends)."""
+    if len(backends) == 1:
+        return backends[0].blocks.preferred(VLLM_DEFAULT_BLOCK_SIZE)
+    if all(b.blocks.accepts(VLLM_DEFAULT_BLOCK_SIZE) for b in backends):
+        return VLLM_DEFAULT_BLOCK_SIZE
+    candidates = sorted({lcm(*sizes) for sizes in product(*(b.blocks.sizes for b in backends))})
+    shared = next((c for c in candidates if all(b.blocks.accepts(c) for b in backends)), None)
+    if shared is None:
+        raise InvalidInputError(f"the model's attention backends on {target} share no block size ("
+                                + "; ".join(f"{b.name}: {b.blocks.describe()}" for b in backends) + ")",
+                                fields=("block_size",))
+    return shared
 
 
 def _first_running(priorities: tuple[Backend, ...], query: AttentionQuery, capability: Capability,

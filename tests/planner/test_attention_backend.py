@@ -49,6 +49,9 @@ STANDARD_FP32 = AttentionQuery(is_mla=False, head_sizes=(64,), float32=True)
     ((8, 9), MLA_FP8, 16, "TRITON_MLA"),
     # SM120 (RTX 5090, RTX PRO 6000): TRITON_MLA first
     ((12, 0), MLA, 16, "TRITON_MLA"),
+    # Gemma 4: head 256 (sliding) and 512 (full); FlashAttention stops at 256 (without FA4), so the
+    # 512 layers take FlashInfer; both run 16 (interface.py _preferred_block_size_for_backends)
+    ((9, 0), AttentionQuery(is_mla=False, head_sizes=(256, 512)), 16, "FLASH_ATTN/FLASHINFER"),
 ])
 def test_default_block_size_per_gpu(capability, query, block_size, backend):
     choice = choose_block_size(query, None, V032, capability=capability)
