@@ -19,7 +19,7 @@ from hkv.cli.plan_svg import SvgOpt, checked_svg_path, save_svg
 from hkv.cli.plan_sweep import write_sweep
 from hkv.cli.render_plan import render_plan
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.budget.memory_budget import does_not_fit_error
+from hkv.planner.budget.memory_budget import fit_warning
 from hkv.planner.plan import plan
 from hkv.planner.plan_json import plan_to_dict
 
@@ -67,8 +67,9 @@ def plan_command(
     if emit is not None:
         write_serve(result, emit, output_format, assumed)
         return
-    if not result.budget.fits:
-        note(user_message(does_not_fit_error(spec, result.budget)))
+    warning = fit_warning(spec, result.budget)
+    if warning is not None:
+        note(user_message(warning))
     elif result.primary.capacity.max_num_requests == 0:
         cap = result.primary.capacity
         note(f"one request of {cap.max_model_len:,} tokens does not fit the {cfg.primary_layout} layout; "

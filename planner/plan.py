@@ -10,6 +10,7 @@ from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.attention_backend import BlockSizeChoice, plan_block_size, with_block_size
 from hkv.planner.capacity import Capacity, vllm_log_lines
+from hkv.planner.capacity_band import CapacityBand
 from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
 from hkv.planner.hkv_layout import build_hkv_layout
@@ -46,6 +47,7 @@ class Plan:
     budget: MemoryBudget
     reports: dict[str, LayoutReport] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # layout name -> why it cannot apply
+    bands: dict[str, CapacityBand] = field(default_factory=dict)  # estimated budgets: capacity at its band's ends
     block: BlockSizeChoice | None = None  # the block size in force (config.block_size) and why
 
     @property
@@ -104,7 +106,8 @@ def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
     if primary_error is not None:
         raise LayoutUnavailableError(f"primary_layout {cfg.primary_layout}: {primary_error}",
                                      fields=("primary_layout", *primary_error.fields))
-    return Plan(model, cfg, budget, reports, skipped, block)
+    return Plan(model, cfg, budget, reports, skipped, bands=capacity_bands(model, cfg, budget, reports, upper_len),
+                block=block)
 
 
 def sustained_setup(cfg: PlanConfig, budget: MemoryBudget) -> SustainedSetup:
@@ -129,3 +132,28 @@ def check_max_model_len(model: ModelSpec, cfg: PlanConfig) -> None:
         f"max_model_len {cfg.max_model_len:,} exceeds the {model.max_model_len:,} positions of {model.name}; "
         f"set {ALLOW_LONG_ENV}=1 if you mean it (outputs past the trained positions may be garbage)",
         fields=("max_model_len",))
+
+
+def capacity_bands(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, reports: dict[str, LayoutReport],
+                   upper_len: int) -> dict[str, CapacityBand]:
+    """Each layout's capacity at the low and high end of an estimated budget's band; {} when the
+    budget is exact, its band is one value, or even its high end leaves nothing."""
+    low, high = budget.available_band
+    if budget.exact or low == high or high == 0:
+        return {}
+    setup = sustained_setup(cfg, budget)
+    bands: dict[str, CapacityBand] = {}
+    for name, report in reports.items():
+        log_format = cfg.vllm_rules().log_format if name.startswith("vllm") else CURRENT_LOG_FORMAT
+        ends: list[Capacity] = []
+        for available in (low, high):
+            try:
+                layout = build_layout(name, model, cfg, replace(budget, available_bytes=available))
+                ends.append(Capacity.of(layout, cfg.concurrency, upper_len, setup, log_format))
+            except LayoutUnavailableError:  # the low end may hold too little for this layout
+                ends.append(report.capacity)
+        lo, hi = ends
+        bands[name] = CapacityBand(
+            low, high, (lo.kv_cache_tokens, hi.kv_cache_tokens), (lo.logged_concurrency, hi.logged_concurrency),
+            (lo.sustained_concurrency, hi.sustained_concurrency), (lo.max_context_len, hi.max_context_len))
+    return bands

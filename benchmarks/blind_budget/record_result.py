@@ -37,7 +37,8 @@ class RecordResult:
     logged: dict[str, float]
     vllm_started: bool
     error: str | None = None  # the plan raised: a failure of hkv, not of the benchmark
-    fits: bool | None = None
+    fits: bool | None = None  # hkv's central estimate leaves a budget
+    verdict: str | None = None  # MemoryBudget.fit_verdict: fits / may not fit / does not fit (band-aware)
     weights_gib: float | None = None
     available_gib: float | None = None
     available_band_gib: tuple[float, float] | None = None
@@ -49,8 +50,8 @@ class RecordResult:
 
     @property
     def false_no_fit(self) -> bool:
-        """vLLM started, hkv says the model does not fit."""
-        return self.vllm_started and self.fits is False
+        """vLLM started, hkv says the model does not fit (even at its band's favourable end)."""
+        return self.vllm_started and self.verdict == "does not fit"
 
     def logged_term(self, name: str) -> float | None:
         """The logged figure hkv's `name` is compared with; None where there is none to compare."""
@@ -60,6 +61,7 @@ class RecordResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"record_id": self.record_id, "vllm_started": self.vllm_started, "error": self.error, "fits": self.fits,
+                "verdict": self.verdict,
                 "predicted": {"weights_gib": self.weights_gib, "available_kv_gib": self.available_gib,
                               "available_band_gib": self.available_band_gib, "kv_cache_tokens": self.kv_cache_tokens,
                               "token_band": self.token_band, "terms_gib": self.terms_gib},
@@ -93,7 +95,7 @@ def evaluate_record(rec: dict[str, Any], data_dir: Path, planner: Planner | None
     low, high = budget.available_band
     terms = {"total": budget.total_bytes / GIB, "requested": budget.requested_bytes / GIB,
              **{t.name: t.bytes / GIB for t in budget.terms}}
-    return replace(base, fits=budget.fits, weights_gib=budget.weights_bytes / GIB,
+    return replace(base, fits=budget.fits, verdict=budget.fit_verdict, weights_gib=budget.weights_bytes / GIB,
                    available_gib=budget.available_bytes / GIB, available_band_gib=(low / GIB, high / GIB),
                    kv_cache_tokens=tokens, token_band=_token_band(planner, model, cfg, low, high), terms_gib=terms,
                    graph_subtracted=cfg.vllm_rules().subtracts_cudagraph_estimate)

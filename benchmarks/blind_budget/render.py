@@ -31,10 +31,10 @@ def records_table(results: list[RecordResult]) -> Table:
         log = r.logged
         avail = f"{_num(r.available_gib)}/{_num(log.get('available_kv_gib'))}"
         avail_err = _pct(pct_error(r.available_gib, log.get("available_kv_gib")))
-        if r.fits is False:
-            avail = f"[yellow]does not fit[/yellow]/{_num(log.get('available_kv_gib'))}"
+        if r.verdict != "fits":
+            avail = f"[yellow]{r.verdict}[/yellow]/{_num(log.get('available_kv_gib'))}"
         if not r.vllm_started:
-            avail_err = "[green]no-fit ok[/green]" if r.fits is False else "[red]missed[/red]"
+            avail_err = "[green]no-fit ok[/green]" if r.verdict != "fits" else "[red]missed[/red]"
         band = None if r.available_band_gib is None else f"{r.available_band_gib[0]:.2f}-{r.available_band_gib[1]:.2f}"
         tband = None if r.token_band is None else f"{r.token_band[0]:,}-{r.token_band[1]:,}"
         table.add_row(

@@ -14,6 +14,6 @@ def budget_to_dict(budget: MemoryBudget) -> dict[str, Any]:
     scalars = {f.name: getattr(budget, f.name) for f in fields(budget)
                if f.name not in ("terms", "available_low_bytes", "available_high_bytes")}
     low, high = budget.available_band
-    return {**scalars, "requested_bytes": budget.requested_bytes,
+    return {**scalars, "requested_bytes": budget.requested_bytes, "fit_verdict": budget.fit_verdict,
             "available_band": {"low_bytes": low, "high_bytes": high},
             "terms": [asdict(term) for term in budget.terms]}

@@ -47,6 +47,17 @@ class MemoryBudget:
         return self.shortfall_bytes == 0
 
     @property
+    def fit_verdict(self) -> str:
+        """"fits", "may not fit" (the estimate or the band's low end is short, its high end is not)
+        or "does not fit" (short even at the band's high end; for an exact budget: short)."""
+        low, high = self.available_band
+        if self.exact or low == high:
+            return "fits" if self.fits else "does not fit"
+        if high == 0:
+            return "does not fit"
+        return "fits" if self.fits and low > 0 else "may not fit"
+
+    @property
     def requested_bytes(self) -> int:
         return ceil(self.total_bytes * self.gpu_memory_utilization)
 
@@ -130,6 +141,24 @@ def smallest_fitting_tp(model: ModelSpec, cfg: PlanConfig, tp_choices: tuple[int
     """The smallest tensor-parallel size in `tp_choices` whose budget fits the weights (cfg's
     other settings kept); None when none does. Pure."""
     return next((tp for tp in tp_choices if compute_memory_budget(model, replace(cfg, tp=tp)).fits), None)
+
+
+def fit_warning(model: ModelSpec, budget: MemoryBudget) -> DoesNotFitError | None:
+    """The warning for a budget that may not fit or does not fit (its fields name the options
+    that help); None when it fits."""
+    verdict = budget.fit_verdict
+    if verdict == "fits":
+        return None
+    if verdict == "does not fit":
+        return does_not_fit_error(model, budget)
+    low, high = budget.available_band
+    estimate = (f"the estimate is short by {format_gib(budget.shortfall_bytes)}" if not budget.fits
+                else f"the estimate leaves {format_gib(budget.available_bytes)}")
+    return DoesNotFitError(
+        f"{model.name} may not fit: {estimate} for the KV cache, and the overhead band puts it between "
+        f"{format_gib(low)} and {format_gib(high)} on {budget.device}; vLLM's profile run decides "
+        "(pass available_kv_memory_bytes once a log has it, or raise tp/pp)",
+        fields=("available_kv_memory_bytes", "tp", "pp"))
 
 
 def does_not_fit_error(model: ModelSpec, budget: MemoryBudget) -> DoesNotFitError:
