@@ -56,6 +56,7 @@ _RENAMED_FIELDS = {
     "kv_memory_bytes": "--kv-memory",
     "enable_prefix_caching": "--no-prefix-caching",
     "prompt_file": "--prompt-file",
+    "weights_bytes": "--weights-memory",
 }
 
 

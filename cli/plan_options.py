@@ -95,6 +95,18 @@ PrefixOpt = Annotated[bool, typer.Option(
     "--enable-prefix-caching", help="plan with prefix caching on (Mamba 'align' mode), as vLLM's flag of the "
                                     "same name does where the release's default is off "
                                     "[default: see --no-prefix-caching]")]
+EagerOpt = Annotated[bool, typer.Option(
+    "--enforce-eager", help="plan for vLLM's --enforce-eager: no CUDA graphs, so no graph estimate comes out of "
+                            "the budget [default: off, graphs captured]")]
+QuantOpt = Annotated[str | None, typer.Option(
+    "--quantization", help="vLLM's --quantization: fp8 or bitsandbytes quantize an unquantized checkpoint at "
+                           "load [default: the checkpoint's quantization_config]")]
+WeightsOpt = Annotated[str | None, typer.Option(
+    "--weights-memory", help="weights per GPU as vLLM loads them (SIZE, e.g. 17.66GiB: vLLM's 'Model loading "
+                             "took'), in place of hkv's estimate [default: from the checkpoint or config]")]
+TextOnlyOpt = Annotated[bool, typer.Option(
+    "--language-model-only", help="vLLM's --language-model-only (or --limit-mm-per-prompt all 0): vision/audio "
+                                  "towers are not loaded [default: off, a multimodal checkpoint's towers load]")]
 LayoutOpt = Annotated[PlanLayout | None, typer.Option(  # type: ignore[valid-type]
     "--layout", help=f"primary layout [default: {DEFAULTS.primary_layout}]")]
 
@@ -127,6 +139,10 @@ class PlanOptions:
     no_prefix_caching: bool = False
     enable_prefix_caching: bool = False
     layout: Enum | None = None
+    enforce_eager: bool = False
+    quantization: str | None = None
+    weights_memory: str | None = None  # SIZE
+    language_model_only: bool = False
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any], **overrides: Any) -> PlanOptions:
@@ -164,6 +180,10 @@ class PlanOptions:
             concurrency=_given(self.concurrency, d.concurrency),
             enable_prefix_caching=self._prefix_caching(),
             primary_layout=_given(_value(self.layout), d.primary_layout),
+            enforce_eager=self.enforce_eager, quantization=self.quantization,
+            weights_bytes=None if self.weights_memory is None else parse_size(
+                self.weights_memory, option=flag_of("weights_bytes")),
+            language_model_only=self.language_model_only,
         )
 
     def _prefix_caching(self) -> bool | None:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from hkv.cli.render_layout_picture import layout_picture
 from hkv.planner.layout import Layout
-from hkv.planner.plan import Plan
+from hkv.planner.plan import LayoutReport, Plan
 from hkv.planner.sizes import format_bytes, format_gib
 
 
@@ -24,6 +24,10 @@ def describe_groups(layout: Layout) -> str:
     return " + ".join(parts) if parts else "none"
 
 
+_TERM_LABELS = {"weights": "weights per GPU", "activation": "profile peak (activations, sampler)",
+                "cudagraph": "CUDA graph estimate", "non_torch": "non-torch (context, NCCL)"}
+
+
 def render_plan(plan: Plan, console: Console) -> None:
     model, budget, cfg = plan.model, plan.budget, plan.config
     mix = ", ".join(f"{n} {k}" for k, n in model.layer_mix().items())
@@ -32,7 +36,7 @@ def render_plan(plan: Plan, console: Console) -> None:
         f"[bold]{model.name}[/bold]  {model.model_id}  ({model.model_type}){flag}\n"
         f"{model.num_hidden_layers} layers: {mix}\n"
         f"max_model_len {cfg.max_model_len or model.max_model_len:,}  |  "
-        f"{model.num_params / 1e9:.2f} B params, weights {format_gib(model.weights_bytes)}"
+        f"{model.num_params / 1e9:.2f} B params, checkpoint {format_gib(model.weights_bytes)}"
         f"{' (exact, safetensors)' if model.weights_bytes_exact is not None else ''}",
         title="model"))
 
@@ -45,11 +49,14 @@ def render_plan(plan: Plan, console: Console) -> None:
         table.add_row(f"{budget.device} total x {budget.gpu_memory_utilization:g}",
                       f"{format_gib(budget.total_bytes)} x {budget.gpu_memory_utilization:g} = "
                       f"{format_gib(budget.requested_bytes)}")
-        table.add_row(f"weights / (tp {cfg.tp} x pp {cfg.pp})", f"- {format_gib(budget.weights_bytes)}")
-        table.add_row("activations (estimate)", f"- {format_gib(budget.activation_bytes)}")
-        table.add_row("cudagraphs + non-torch (estimate)",
-                      f"- {format_gib(budget.cudagraph_bytes + budget.non_torch_bytes)}")
-        table.add_row("available KV memory", f"[bold]{format_gib(budget.available_bytes)}[/bold]")
+        for term in budget.terms:
+            band = "" if term.is_exact else f"  [dim]({format_gib(term.low_bytes)}-{format_gib(term.high_bytes)})[/dim]"
+            table.add_row(f"{_TERM_LABELS.get(term.name, term.name)} [dim]({term.source})[/dim]",
+                          f"- {format_gib(term.bytes)}{band}")
+        low, high = budget.available_band
+        band = "" if low == high else f"  [dim]({format_gib(low)}-{format_gib(high)})[/dim]"
+        table.add_row(f"available KV memory [dim]({budget.fit_verdict})[/dim]",
+                      f"[bold]{format_gib(budget.available_bytes)}[/bold]{band}")
     table.add_row("max_num_batched_tokens", f"{budget.max_num_batched_tokens:,}")
     if plan.block is not None:
         table.add_row("KV block size (tokens)", f"{plan.block.block_size} ({plan.block.why})")
@@ -70,16 +77,30 @@ def render_plan(plan: Plan, console: Console) -> None:
         ("waste", lambda r: f"{r.waste_fraction:.1%}"),
         ("blocks/request", lambda r: f"{r.capacity.blocks_per_request:,}"),
         ("concurrency (logged)", lambda r: f"{r.capacity.logged_concurrency:.2f}x"),
+        ("  band", lambda r: _band(r, "logged_concurrency", "{:.2f}x")),
         ("sustained", lambda r: f"{r.capacity.sustained_concurrency:,}"),
+        ("  band", lambda r: _band(r, "sustained_concurrency", "{:,}")),
         ("physical limit", lambda r: f"{r.capacity.physical_limit_concurrency:.2f}x"),
         ("fit at once", lambda r: f"{r.capacity.max_num_requests:,}"),
         ("KV tokens", lambda r: f"{r.capacity.kv_cache_tokens:,}"),
+        ("  band", lambda r: _band(r, "kv_cache_tokens", "{:,}")),
         ("max context", lambda r: f"{r.capacity.max_context_len:,}"),
     ]
     if cfg.concurrency > 1:
         rows.append((f"max ctx x{cfg.concurrency}",
                      lambda r: f"{r.capacity.max_context_len_at_concurrency:,}"))
+    bands = {id(report): plan.bands.get(name) for name, report in plan.reports.items()}
+
+    def _band(report: LayoutReport, field: str, fmt: str) -> str:
+        band = bands.get(id(report))
+        if band is None:
+            return ""
+        low, high = getattr(band, field)
+        return "" if low == high else f"[dim]{fmt.format(low)}-{fmt.format(high)}[/dim]"
+
     for label, cell in rows:
+        if label == "  band" and not plan.bands:
+            continue  # an exact budget: no ranges
         cmp.add_row(label, *(cell(plan.reports[n]) for n in names))
     console.print(cmp)
     for report in plan.reports.values():

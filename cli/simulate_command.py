@@ -14,9 +14,10 @@ from hkv.cli.choices import ALL_LAYOUTS, SimulateLayout
 from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.output import OutputFormat, note, stderr_console, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, DraftLayersOpt, DtypeOpt, GpuMemoryOpt, GpuOpt, KvDtypeOpt,
-    MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt, SpecTokensOpt,
-    SsmDtypeOpt, TpOpt, UtilOpt, VllmLogOpt, VllmVersionOpt, assumed_note,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, DraftLayersOpt, DtypeOpt, EagerOpt, GpuMemoryOpt, GpuOpt,
+    KvDtypeOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt,
+    QuantOpt, SpecTokensOpt, SsmDtypeOpt, TextOnlyOpt, TpOpt, UtilOpt, VllmLogOpt, VllmVersionOpt, WeightsOpt,
+    assumed_note,
 )
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.block_fit import check_pools_hold_a_block
@@ -57,6 +58,8 @@ def simulate_command(
     draft_layers: DraftLayersOpt = None,
     vllm_log: VllmLogOpt = None, vllm_version: VllmVersionOpt = None,
     expected_avg_seq_len: AvgLenOpt = None,
+    enforce_eager: EagerOpt = False, quantization: QuantOpt = None, weights_memory: WeightsOpt = None,
+    language_model_only: TextOnlyOpt = False,
     no_prefix_caching: NoPrefixOpt = False, enable_prefix_caching: PrefixOpt = False,
     output_format: FormatOpt = OutputFormat.human,
 ) -> None:

@@ -186,7 +186,10 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
     running: list[int] = []
     next_waiting = 0
     peak = 0
-    period = lcm(*(g.block_size for g in groups),
+    # A group whose block covers the whole request (a state block of max_model_len tokens when
+    # prefix caching is off) never crosses a block boundary within it: it leaves the period out,
+    # or the period would span millions of tokens and no decode phase could be jumped.
+    period = lcm(*(g.block_size for g in groups if g.block_size < seq_len),
                  *(g.spec.chunk_len for g in groups if g.kind is CacheKind.CHUNKED))  # type: ignore[union-attr]
 
     max_chunk = layout.in_flight_tokens  # a request never has more tokens in flight (hkv: its chunk cap)

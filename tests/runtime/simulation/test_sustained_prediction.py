@@ -63,7 +63,7 @@ CATALOG = [  # (model, max_model_len, KV budget): small budgets keep N (and the 
 def test_prediction_equals_measurement_on_catalog_plans(model, max_len, kv_bytes):
     cfg = PlanConfig(max_model_len=max_len, available_kv_memory_bytes=kv_bytes, max_num_batched_tokens=2048)
     result = plan(load_model_spec(model), cfg)
-    setup = SustainedSetup(max_num_batched_tokens=2048, max_num_seqs=cfg.max_num_seqs)
+    setup = SustainedSetup(max_num_batched_tokens=2048, max_num_seqs=result.budget.max_num_seqs)
     for name, report in result.reports.items():
         predicted = predict_sustained(report.layout, setup)
         measured = measure_sustained(report.layout, setup).sustained
@@ -79,7 +79,7 @@ def test_the_first_decode_step_after_prefill_is_walked():
     cfg = PlanConfig(gpu="h100", max_model_len=8192)
     result = plan(load_model_spec("gemma-3-27b-it"), cfg)
     setup = SustainedSetup(max_num_batched_tokens=result.budget.max_num_batched_tokens,
-                           max_num_seqs=cfg.max_num_seqs)
+                           max_num_seqs=result.budget.max_num_seqs)
     for name in ("hkv", "vllm"):
         layout = result.reports[name].layout
         assert predict_sustained(layout, setup) == measure_sustained(layout, setup).sustained, name
