@@ -29,6 +29,7 @@ from hkv.model_specs.per_layer_attention import apply_override, per_layer_overri
 from hkv.model_specs.quantized_weights import quantized_weights_bytes
 from hkv.model_specs.recurrent_dims import recurrent_geometry
 from hkv.model_specs.state_dtypes import default_state_dtype_bytes
+from hkv.model_specs.vision_tower import vision_tower_of
 
 
 def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str | None = None,
@@ -81,6 +82,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         has_sinks=view.family == "gpt_oss",
         attn_logit_softcap=view.get("attn_logit_softcapping"),
         source=source,
+        vision_tower=vision_tower_of(config),
         **_moe_shape(view),
     )
 

@@ -12,6 +12,7 @@ from hkv.model_specs.cache_spec import LayerCacheSpec
 from hkv.model_specs.checkpoint_bytes import CheckpointBytes
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer
 from hkv.model_specs.param_breakdown import ParamBreakdown
+from hkv.model_specs.vision_tower import VisionTower
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class ModelSpec:
     # Routed MoE (the fused-MoE workspaces of vLLM's profile run): experts per token, 0 when dense.
     num_experts_per_tok: int = 0
     moe_intermediate_size: int = 0  # one expert's intermediate size
+    # The Qwen3-VL-style vision tower vLLM profiles on dummy images (model_specs/vision_tower.py); None otherwise.
+    vision_tower: VisionTower | None = None
 
     def cache_specs(self, opts: CacheOptions, *,
                     engine_windows: bool = False) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:

@@ -8,9 +8,9 @@ e.g. 16,384 tokens for Qwen3.5's images (logged: "Encoder cache will be initiali
 budget of 16384 tokens, and profiled with 1 image items"). The embeddings take budget x hidden
 x dtype bytes.
 
-Left out: the vision tower's own transient peak (it runs before the decoder's dummy forward and
-its shape needs the vision config, which the catalog copies drop); `--limit-mm-per-prompt` 0 for
-every modality (text-only serving) skips all of it.
+The vision tower's own run (its pixel values and transient peak) is vision_profile.py's, for
+towers whose config the model spec kept. `--limit-mm-per-prompt` 0 for every modality
+(text-only serving) skips all of it.
 """
 
 from __future__ import annotations
@@ -23,8 +23,13 @@ def is_multimodal(architectures: tuple[str, ...]) -> bool:
     return any(name.endswith("ForConditionalGeneration") for name in architectures)
 
 
+def tokens_per_item(family: str) -> int:
+    """Tokens of the largest dummy item; 0 where the family's processor is not known."""
+    return MAX_TOKENS_PER_ITEM.get(family, 0)
+
+
 def encoder_budget_tokens(family: str, max_num_batched_tokens: int) -> int:
-    return max(max_num_batched_tokens, MAX_TOKENS_PER_ITEM.get(family, 0))
+    return max(max_num_batched_tokens, tokens_per_item(family))
 
 
 def encoder_outputs_bytes(architectures: tuple[str, ...], family: str, max_num_batched_tokens: int,

@@ -1,11 +1,12 @@
 """vLLM's memory profile of one rank, release by release: what it takes besides weights and KV.
 
-    activation = kept hidden states + encoder outputs + max(forward's live set, dummy sampler)
-                 (profile_activation.py, sampler_peak.py, encoder_profile.py)
+    activation = dummy pixel values + max(vision tower's live set,
+                 kept hidden states + encoder outputs + max(forward's live set, dummy sampler))
+                 (profile_activation.py, sampler_peak.py, encoder_profile.py, vision_profile.py)
     cudagraph  = the graph memory estimate, where the release subtracts it and graphs are
                  captured (cudagraph_estimate.py)
-    non_torch  = CUDA context, cuBLAS, NCCL / custom all-reduce, linear-attention kernels
-                 (non_torch.py)
+    non_torch  = CUDA context, cuBLAS, NCCL / custom all-reduce, linear-attention kernels, and on
+                 unified memory the pinned host buffers (non_torch.py, vision_profile.py)
 
 Each term is an estimate whose band holds the values real start-up logs printed
 (shared/data/vllm_memory_logs; residuals per record in tests/planner/budget/test_profile_logged.py).
@@ -22,12 +23,14 @@ from hkv.model_specs.layer_desc import RecurrentDesc
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.budget_term import BudgetTerm
 from hkv.planner.budget.cudagraph_estimate import cudagraph_estimate
-from hkv.planner.budget.encoder_profile import encoder_outputs_bytes
+from hkv.planner.budget.encoder_profile import (encoder_budget_tokens, encoder_outputs_bytes, is_multimodal,
+                                                tokens_per_item)
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runner
 from hkv.planner.budget.non_torch import LINEAR_ATTENTION_VARIANTS, non_torch_bytes
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
 from hkv.planner.budget.sampler_peak import sampler_profile
+from hkv.planner.budget.vision_profile import VisionProfile, pinned_host_bytes, vision_profile
 from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS, PlanConfig, dtype_bytes
 
 
@@ -78,17 +81,31 @@ def forward_shape(model: ModelSpec, cfg: PlanConfig) -> ForwardShape:
                         num_experts_per_tok=model.num_experts_per_tok, moe_intermediate_size=model.moe_intermediate_size)
 
 
+def model_vision_profile(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> VisionProfile | None:
+    """The profile run's dummy images through the model's vision tower; None when it has no described
+    tower, the family's item size is unknown, or the towers are not loaded (language_model_only)."""
+    if cfg.language_model_only or not is_multimodal(model.architectures):
+        return None
+    act_dtype = dtype_bytes("dtype", cfg.dtype) or model.dtype_bytes
+    return vision_profile(model.vision_tower, encoder_budget_tokens(model.family, max_num_batched_tokens),
+                          tokens_per_item(model.family), act_dtype, cfg.tp)
+
+
 def activation_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> BudgetTerm:
     rules = cfg.vllm_rules()
     shape = forward_shape(model, cfg)
     mns = cfg.max_num_seqs or DEFAULT_MAX_NUM_SEQS
     sampler = sampler_profile(max_num_batched_tokens, mns, model.vocab_size, shape.dtype_bytes,
                               sorts_vocab=rules.sampler_sorts_vocab, v2_runner=runs_on_v2(model, cfg))
-    encoder = encoder_outputs_bytes(model.architectures, model.family, max_num_batched_tokens, model.hidden_size,
-                                    shape.dtype_bytes)
-    peak = activation_peak(shape, max_num_batched_tokens, sampler.peak_bytes, encoder)
+    encoder = 0 if cfg.language_model_only else encoder_outputs_bytes(
+        model.architectures, model.family, max_num_batched_tokens, model.hidden_size, shape.dtype_bytes)
+    vision = model_vision_profile(model, cfg, max_num_batched_tokens)
+    peak = activation_peak(shape, max_num_batched_tokens, sampler.peak_bytes, encoder,
+                           pixel_bytes=vision.pixel_bytes() if vision else 0,
+                           vision_bytes=vision.transient_bytes() if vision else 0)
+    images = f"; vision tower on {vision.items} dummy images, {vision.num_patches} patches" if vision else ""
     note = (f"profile run peak: {peak.dominant} dominates (sampler {sampler.rows} rows x {sampler.vocab_size} x "
-            f"{sampler.bytes_per_element} B; forward {max_num_batched_tokens} tokens)")
+            f"{sampler.bytes_per_element} B; forward {max_num_batched_tokens} tokens{images})")
     band = SORTING_ACTIVATION_BAND if rules.sampler_sorts_vocab else ACTIVATION_BAND
     return band.term("activation", peak.bytes, note)
 
@@ -103,14 +120,20 @@ def cudagraph_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: in
     return CUDAGRAPH_BAND.term("cudagraph", estimate.bytes, note)
 
 
-def non_torch_term(model: ModelSpec, cfg: PlanConfig) -> BudgetTerm:
-    capability = get_gpu(cfg.gpu).compute_capability if cfg.gpu is not None and cfg.gpu_memory_bytes is None else None
+def non_torch_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> BudgetTerm:
+    gpu = get_gpu(cfg.gpu) if cfg.gpu is not None and cfg.gpu_memory_bytes is None else None
+    pinned = 0
+    if gpu is not None and gpu.unified_memory:
+        pinned = pinned_host_bytes(model_vision_profile(model, cfg, max_num_batched_tokens), max_num_batched_tokens,
+                                   model.hidden_size, dtype_bytes("dtype", cfg.dtype) or model.dtype_bytes)
     value = non_torch_bytes(cfg.tp, consumed_accounting=cfg.vllm_rules().profile_consumed_accounting,
-                            linear_attention=has_linear_attention(model), compute_capability=capability)
-    return NON_TORCH_BAND.term("non_torch", value, f"CUDA context, cuBLAS, TP {cfg.tp} communication (estimate)")
+                            linear_attention=has_linear_attention(model),
+                            compute_capability=gpu.compute_capability if gpu else None, pinned_host_bytes=pinned)
+    host = f", {pinned / 2**30:.2f} GiB pinned host buffers (unified memory)" if pinned else ""
+    return NON_TORCH_BAND.term("non_torch", value, f"CUDA context, cuBLAS, TP {cfg.tp} communication{host} (estimate)")
 
 
 def profile_terms(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> tuple[BudgetTerm, ...]:
     """The activation, cudagraph and non_torch terms of one rank (in that order)."""
     return (activation_term(model, cfg, max_num_batched_tokens), cudagraph_term(model, cfg, max_num_batched_tokens),
-            non_torch_term(model, cfg))
+            non_torch_term(model, cfg, max_num_batched_tokens))

@@ -6,6 +6,9 @@ through both. The forward's own tensors are freed before the sampler starts, so 
 
     kept hidden states + encoder outputs + max(forward's other tensors, sampler)
 
+and, for a multimodal model whose vision tower is described (vision_profile.py), the tower's
+phase comes first: peak = pixel values + max(tower's live set, the decoder's phase above).
+
 The forward's largest live set, per token, in the model dtype (one rank of TP):
 - dense MLP: the residual and the normed input (2 x hidden, one of them the kept output),
   gate_up (2 x intermediate / TP) and the activation's output (intermediate / TP);
@@ -60,17 +63,27 @@ class ActivationPeak:
     forward_extra_bytes: int
     sampler_bytes: int
     encoder_bytes: int = 0
+    pixel_bytes: int = 0  # the dummy images' pixel values, alive through the whole run
+    vision_bytes: int = 0  # the vision tower's transient live set (before the decoder's forward)
 
-    @property
-    def bytes(self) -> int:
+    def decoder_bytes(self) -> int:
+        """The decoder's phase: kept hidden states, cached encoder outputs, forward or sampler."""
         return self.kept_bytes + self.encoder_bytes + max(self.forward_extra_bytes, self.sampler_bytes)
 
     @property
+    def bytes(self) -> int:
+        return self.pixel_bytes + max(self.vision_bytes, self.decoder_bytes())
+
+    @property
     def dominant(self) -> str:
+        if self.vision_bytes > self.decoder_bytes():
+            return "vision tower"
         return "sampler" if self.sampler_bytes >= self.forward_extra_bytes else "forward"
 
 
-def activation_peak(shape: ForwardShape, num_tokens: int, sampler_bytes: int, encoder_bytes: int = 0) -> ActivationPeak:
-    """The peak of a profile run on `num_tokens` (max_num_batched_tokens) dummy tokens."""
+def activation_peak(shape: ForwardShape, num_tokens: int, sampler_bytes: int, encoder_bytes: int = 0,
+                    pixel_bytes: int = 0, vision_bytes: int = 0) -> ActivationPeak:
+    """The peak of a profile run on `num_tokens` (max_num_batched_tokens) dummy tokens; the vision
+    tower's phase (vision_profile.py) runs before the decoder's and is freed first."""
     return ActivationPeak(shape.kept_bytes(num_tokens), shape.forward_extra_bytes(num_tokens), sampler_bytes,
-                          encoder_bytes)
+                          encoder_bytes, pixel_bytes, vision_bytes)
