@@ -103,6 +103,11 @@ ACTIVATION_RECORDS = (
     ActivationRecord("r048_vllm21489_gemma3_4b_b200_bench", "0.10.0", 262208, 2560, 10240, 1, 16384, 1024, 9.96,
                      family="gemma3", architectures=MM),
     # 0.17+: top-k/top-p in place (14 B per element)
+    # r027, r016, r035 carry no vision tower (vision_profile.py): r027's AWQ repack is not named and
+    # the Qwen3.8 configs are not public. With Qwen3.5-4B's public tower and 16,384-token images
+    # r027 would be 1.69 GiB against 1.01 logged (the author's image=0 run puts the whole
+    # multimodal profile under ~0.5 GiB, so its checkpoint's largest image is likely smaller);
+    # with Qwen3.6-27B's tower r016 would be 1.88 (logged 1.84) and r035 (TP 2) 1.31 (logged 1.46).
     ActivationRecord("r027_qwen35_4b_awq_5090_v0180", "0.18.0", 248320, 2560, 9216, 1, 2048, 256, 1.01,
                      family="qwen3_5_text", architectures=MM, has_state=True),
     ActivationRecord("r009_glm52_nvfp4_tp4ep_v026", "0.26.0", 154880, 6144, 12288, 4, 8192, 1024, 6.31,
@@ -149,6 +154,10 @@ ESTIMATE_RECORDS = (
     EstimateRecord("r007_qwen36_35b_nvfp4_wsl_v0192_negative", 40, 11, 7, True, 1.21),
     EstimateRecord("r009_glm52_nvfp4_tp4ep_v026", 78, 51, 51, True, 4.99),
     EstimateRecord("r017_dsv4_flash_2xspark_tp2_v021", 43, 5, 3, True, 0.55),
+    # r015 printed no estimate line, but "--gpu-memory-utilization=0.8000 is equivalent to 0.7924
+    # without CUDA graph memory profiling": (0.8 - 0.7924) x 119.63 GiB = 0.91 GiB (+-0.01 from the
+    # rounding); counts not printed, vLLM's defaults for max_num_seqs 8 (sizes 1-16, FULL up to 8)
+    EstimateRecord("r015_nemotron3_nano_30b_spark_v0202", 52, 5, 4, True, round((0.8 - 0.7924) * 119.63, 2)),
 )
 # Left out: r004 (MiniMax-M3 converted locally, layer count unknown), r013 (DFlash drafter's
 # graphs, counts not printed), r016 / r035 / r046 (counts not printed and the models' configs not
