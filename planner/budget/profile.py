@@ -23,8 +23,12 @@ from hkv.model_specs.layer_desc import RecurrentDesc
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.budget_term import BudgetTerm
 from hkv.planner.budget.cudagraph_estimate import cudagraph_estimate
-from hkv.planner.budget.encoder_profile import (encoder_budget_tokens, encoder_outputs_bytes, is_multimodal,
-                                                tokens_per_item)
+from hkv.planner.budget.encoder_profile import (
+    encoder_budget_tokens,
+    encoder_outputs_bytes,
+    is_multimodal,
+    tokens_per_item,
+)
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runner
 from hkv.planner.budget.non_torch import LINEAR_ATTENTION_VARIANTS, non_torch_bytes
@@ -75,9 +79,13 @@ def has_linear_attention(model: ModelSpec) -> bool:
                for layer in model.cache_layers)
 
 
+def activation_dtype_bytes(model: ModelSpec, cfg: PlanConfig) -> int:
+    """The dtype activations run in: --dtype, else the checkpoint's."""
+    return dtype_bytes("dtype", cfg.dtype) or model.dtype_bytes
+
+
 def forward_shape(model: ModelSpec, cfg: PlanConfig) -> ForwardShape:
-    act_dtype = dtype_bytes("dtype", cfg.dtype) or model.dtype_bytes
-    return ForwardShape(model.hidden_size, model.intermediate_size, act_dtype, cfg.tp,
+    return ForwardShape(model.hidden_size, model.intermediate_size, activation_dtype_bytes(model, cfg), cfg.tp,
                         num_experts_per_tok=model.num_experts_per_tok, moe_intermediate_size=model.moe_intermediate_size)
 
 
@@ -86,9 +94,8 @@ def model_vision_profile(model: ModelSpec, cfg: PlanConfig, max_num_batched_toke
     tower, the family's item size is unknown, or the towers are not loaded (language_model_only)."""
     if cfg.language_model_only or not is_multimodal(model.architectures):
         return None
-    act_dtype = dtype_bytes("dtype", cfg.dtype) or model.dtype_bytes
     return vision_profile(model.vision_tower, encoder_budget_tokens(model.family, max_num_batched_tokens),
-                          tokens_per_item(model.family), act_dtype, cfg.tp)
+                          tokens_per_item(model.family), activation_dtype_bytes(model, cfg), cfg.tp)
 
 
 def activation_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> BudgetTerm:
@@ -125,7 +132,7 @@ def non_torch_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: in
     pinned = 0
     if gpu is not None and gpu.unified_memory:
         pinned = pinned_host_bytes(model_vision_profile(model, cfg, max_num_batched_tokens), max_num_batched_tokens,
-                                   model.hidden_size, dtype_bytes("dtype", cfg.dtype) or model.dtype_bytes)
+                                   model.hidden_size, activation_dtype_bytes(model, cfg))
     value = non_torch_bytes(cfg.tp, consumed_accounting=cfg.vllm_rules().profile_consumed_accounting,
                             linear_attention=has_linear_attention(model),
                             compute_capability=gpu.compute_capability if gpu else None, pinned_host_bytes=pinned)
