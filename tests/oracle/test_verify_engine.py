@@ -1,5 +1,6 @@
 """`hkv verify` against the real vLLM CPU engine (`.venv-vllm`) on the oracle's four tiny hybrid kinds
-at three memory sizes each: 13 engine starts in all (~40 s each on this CPU).
+at three memory sizes each: 13 engine starts in all (~40 s each on this CPU), and two more
+without --block-size.
 
 hkv runs in-process (CliRunner); vLLM runs under `.venv-vllm/bin/python`. Expected figures are
 hand-derived from the tiny models (tests/oracle/vllm_side/tiny_models.py):
@@ -160,14 +161,20 @@ def test_verify_catches_a_wrong_memory_figure(tiny_model, monkeypatch):
 # gives Gemma3's sliding layers 32-token blocks (attention.py _largest_kernel_block_within) and the
 # groups end at 32, so a plan at 16 predicted 610 blocks where vLLM made 305. hkv now rounds the
 # GPU plan's 16 up to 32 on CPU: 32 tokens x 1,024 B x 2 layer slots = 65,536 B per block;
-# 20,000,000 // 65,536 = 305 blocks.
-def test_verify_at_the_default_block_size(tiny_model):
-    options = ["--available-kv-memory", "20000000", "--max-model-len", "1024", "--max-num-batched-tokens", "128",
-               "--max-num-seqs", "32"]
-    code, doc = _verify(tiny_model("gemma3"), options)
+# 20,000,000 // 65,536 = 305 blocks. Granite hybrid: from 32, the attention block grows in 32-token
+# steps until a page covers the Mamba2 state: 9 x 32 = 288 tokens (vLLM's message says 288, and
+# pads the state by 8.68 %); 288 x 1,024 x 2 = 589,824 B; 80,000,000 // 589,824 = 135 blocks.
+@pytest.mark.parametrize("kind, max_model_len, memory, num_blocks, block_size", [
+    ("gemma3", 1024, 20_000_000, 305, 32),
+    ("granite_hybrid", 2048, 80_000_000, 135, 288),
+])
+def test_verify_at_the_default_block_size(tiny_model, kind, max_model_len, memory, num_blocks, block_size):
+    options = ["--available-kv-memory", str(memory), "--max-model-len", str(max_model_len),
+               "--max-num-batched-tokens", "128", "--max-num-seqs", "32"]
+    code, doc = _verify(tiny_model(kind), options)
     assert (code, doc["ok"]) == (0, True), json.dumps(doc["checks"], indent=1)
     assert all(c["ok"] is not False for c in doc["checks"])
     assert doc["engine_args"]["block_size"] == 32
-    assert _check(doc, "block size")["measured"] == 32
-    assert _check(doc, "num_blocks")["measured"] == 305
+    assert _check(doc, "block size")["measured"] == block_size
+    assert _check(doc, "num_blocks")["measured"] == num_blocks
     assert any("CPU_ATTN runs multiples of 32" in t for t in doc["translations"])
