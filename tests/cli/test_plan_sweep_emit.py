@@ -5,9 +5,9 @@ through the CLI); the emitted `vllm serve` argv is parsed back by vLLM 0.32's ow
 where the oracle venv (.venv-vllm, see tests/oracle/README.md) exists.
 
 Gemma-3-27B facts used by hand: 27,009,346,304 parameters x 2 B = 54,018,692,608 B of weights;
-an L4 gives 23,034 MiB - 0.5 GiB = 23,616,028,672 B x 0.9 = 21,254,425,805 B, less than the
-weights at TP 1 and TP 2 (27,009,346,304 B per rank): the L4 rows do not fit. An H100 (79.11 GiB
-x 0.9 = 76.4 GB) holds them at TP 1.
+an L4 gives 23,034 MiB - 0.5 GiB = 23,616,028,672 B x 0.92 (vLLM 0.32's default utilization)
+= 21,726,746,379 B, less than the weights at TP 1 and TP 2 (27,009,346,304 B per rank): the L4 rows
+do not fit. An H100 (79.18 GiB x 0.92 = 78.2 GB) holds them at TP 1.
 """
 
 import json
@@ -137,7 +137,7 @@ def test_emit_vllm_llama4_sets_the_chunked_local_env_var_with_its_reason():
 def test_emit_vllm_tp_above_one():
     result = run("plan", "gemma-3-27b", "--gpu", "h100", "--tp", "2", "--max-model-len", "32768", "--emit", "vllm")
     assert result.exit_code == 0, result.stderr
-    assert "  --tensor-parallel-size 2 \\\n  --gpu-memory-utilization 0.9 \\\n" in result.stdout
+    assert "  --tensor-parallel-size 2 \\\n  --gpu-memory-utilization 0.92 \\\n" in result.stdout
 
 
 def test_emit_json_is_the_plan_plus_serve():
@@ -200,7 +200,7 @@ print(json.dumps(out))
 """
 
 # (hkv plan args, EngineArgs fields as vLLM must parse them: hand-derived from the args, None: vLLM's
-# default, "sustained": the vllm layout's sustained concurrency (capped at max_num_seqs 256))
+# default, "sustained": the vllm layout's sustained concurrency (capped at the plan's max_num_seqs))
 ORACLE_CASES = [
     (GEMMA_EXACT, {"model": "google/gemma-3-27b-it", "max_model_len": 131072, "tensor_parallel_size": 1,
                    "kv_cache_memory_bytes": 20 * 2**30, "max_num_batched_tokens": 8192, "max_num_seqs": 1,
@@ -208,7 +208,7 @@ ORACLE_CASES = [
                    "speculative_config": None}, {}),
     (("llama-4-scout-17b-16e-instruct", "--gpu", "h100", "--tp", "8", "--max-model-len", "131072"),
      {"model": "meta-llama/Llama-4-Scout-17B-16E-Instruct", "tensor_parallel_size": 8,
-      "pipeline_parallel_size": 1, "gpu_memory_utilization": 0.9, "kv_cache_memory_bytes": None,
+      "pipeline_parallel_size": 1, "gpu_memory_utilization": 0.92, "kv_cache_memory_bytes": None,
       "max_num_batched_tokens": 8192, "max_num_seqs": "sustained"}, {CHUNKED_ENV: True}),
     (("qwen3-next-80b-a3b", "--gpu", "h200", "--tp", "4", "--pp", "2", "--kv-cache-dtype", "fp8", "--block-size",
       "32", "--no-prefix-caching", "--mamba-ssm-dtype", "float32", "--speculative-tokens", "2",

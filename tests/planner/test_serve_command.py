@@ -49,7 +49,7 @@ def test_llama4_chunked_local_pins_the_hybrid_manager_on():
     assert cmd.notes[0].startswith(f"{CHUNKED_ENV}=1: the vllm layout keeps the hybrid KV cache manager")
     assert cmd.argv[:11] == ("vllm", "serve", "meta-llama/Llama-4-Scout-17B-16E-Instruct",
                              "--max-model-len", "131072", "--tensor-parallel-size", "8",
-                             "--gpu-memory-utilization", "0.9", "--max-num-batched-tokens", "8192")
+                             "--gpu-memory-utilization", "0.92", "--max-num-batched-tokens", "8192")
 
 
 @pytest.mark.parametrize("extra, env", [

@@ -1,51 +1,50 @@
 """planner/sweep.py: the GPU x TP product of PlanConfigs, one plan each; rows that do not fit stay rows.
 
-The budgets below are derived by hand from the toy Gemma-3-27B (hidden 1,024, intermediate 4,096,
-vocab 1,000, bf16) given 27e9 parameters, so that it is too big for one L4:
+The toy Gemma-3-27B's weights are given per rank (PlanConfig.weights_bytes), so the fits below
+follow by hand from the GPU totals and vLLM 0.32's default utilization of 0.92:
 
-    weights = 27e9 x 2 B = 54,000,000,000 B, split over TP ranks (ceil)
-    activation = mnbt x (4 x 1,024 + 2 x 4,096 // tp) x 2 + min(mnbt, 256) x 1,000 x 4
-    overhead = cudagraphs 536,870,912 + non-torch int(0.4 GiB) = 429,496,729
-    H100: total 84,943,715,696 (79.11 GiB), requested ceil(x 0.9) = 76,449,344,127, mnbt 8,192
-    L4:   total 23,034 MiB - 0.5 GiB = 23,616,028,672, requested 21,254,425,805, mnbt 2,048
+    H100: total int(79.18 GiB) = 85,018,877,624 B, requested ceil(x 0.92) = 78,217,367,415 B
+    L4:   23,034 MiB - 0.5 GiB = 23,616,028,672 B, requested ceil(x 0.92) = 21,726,746,379 B
+    weights 54e9 B per rank: more than the L4's whole request, less than the H100's.
 """
 
 from dataclasses import replace
+from math import ceil
 
 import pytest
 from toy_models import gemma3_27b
 
+from hkv.planner.budget.memory_budget import compute_memory_budget
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.sweep import sweep, sweep_configs
 
-BIG_GEMMA = replace(gemma3_27b(), num_params=27_000_000_000)
+BIG_GEMMA = gemma3_27b()
 BASE = PlanConfig(max_model_len=8192)
+HEAVY = replace(BASE, weights_bytes=54_000_000_000)
 
-# (gpu, tp) -> (fits, available_bytes, shortfall_bytes)
-EXPECTED_BUDGETS = {
-    # 76,449,344,127 - 54e9 - (8,192 x 12,288 x 2 + 1,024,000 = 202,350,592) - 536,870,912 - 429,496,729
-    ("h100", 1): (True, 21_280_625_894, 0),
-    # 76,449,344,127 - 13.5e9 - (8,192 x 6,144 x 2 + 1,024,000 = 101,687,296) - 536,870,912 - 429,496,729
-    ("h100", 4): (True, 61_881_289_190, 0),
-    # 54e9 + (2,048 x 12,288 x 2 + 1,024,000 = 51,355,648) + 966,367,641 - 21,254,425,805
-    ("l4", 1): (False, 0, 33_763_297_484),
-    # 21,254,425,805 - 13.5e9 - (2,048 x 6,144 x 2 + 1,024,000 = 26,189,824) - 966,367,641
-    ("l4", 4): (True, 6_761_868_340, 0),
-}
+REQUESTED = {"h100": 78_217_367_415, "l4": 21_726_746_379}
+EXPECTED_FITS = {("h100", 1): True, ("h100", 4): True, ("l4", 1): False, ("l4", 4): False}
 
 
 def test_rows_are_gpu_major_and_carry_the_hand_computed_budgets():
-    rows = sweep(BIG_GEMMA, BASE, ("h100", "l4"), (1, 4))
-    assert [(r.gpu, r.tp) for r in rows] == list(EXPECTED_BUDGETS)
+    rows = sweep(BIG_GEMMA, HEAVY, ("h100", "l4"), (1, 4))
+    assert [(r.gpu, r.tp) for r in rows] == list(EXPECTED_FITS)
     for row in rows:
         budget = row.plan.budget
-        assert (row.fits, budget.available_bytes, budget.shortfall_bytes) == EXPECTED_BUDGETS[row.gpu, row.tp]
+        assert budget.requested_bytes == REQUESTED[row.gpu]
+        assert budget.weights_bytes == 54_000_000_000
+        assert row.fits == EXPECTED_FITS[row.gpu, row.tp]
+        # the row's budget is its own config's: requested less every term, floored at 0
+        rest = REQUESTED[row.gpu] - sum(t.bytes for t in budget.terms)
+        assert (budget.available_bytes, budget.shortfall_bytes) == (max(rest, 0), max(-rest, 0))
+        assert budget == compute_memory_budget(BIG_GEMMA, replace(HEAVY, gpu=row.gpu, tp=row.tp, block_size=16))
+    assert ceil(85_018_877_624 * 0.92) == REQUESTED["h100"]
 
 
 def test_a_row_that_does_not_fit_is_a_row_with_empty_pools():
-    [row] = [r for r in sweep(BIG_GEMMA, BASE, ("l4",), (1, 4)) if r.tp == 1]
+    [row] = [r for r in sweep(BIG_GEMMA, HEAVY, ("l4",), (1, 4)) if r.tp == 1]
     assert not row.fits
     assert all(p.num_blocks == 0 for report in row.plan.reports.values() for p in report.layout.pools)
 
