@@ -95,6 +95,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         band = bands.get(id(report))
         if band is None:
             return ""
+        if getattr(band, field) is None:
+            return ""
         low, high = getattr(band, field)
         return "" if low == high else f"[dim]{fmt.format(low)}-{fmt.format(high)}[/dim]"
 

@@ -39,8 +39,9 @@ class Capacity:
 
     @classmethod
     def of(cls, layout: Layout, concurrency: int, upper_len: int, setup: SustainedSetup,
-           log_format: LogFormat = CURRENT_LOG_FORMAT) -> Capacity:
-        """Raises ValueError when setup.output_len leaves no prompt (see split_request)."""
+           log_format: LogFormat = CURRENT_LOG_FORMAT, sustained_bounds: tuple[int, int] | None = None) -> Capacity:
+        """Raises ValueError when setup.output_len leaves no prompt (see split_request).
+        `sustained_bounds`: (floor, cap) known for the sustained figure (predict_sustained)."""
         seq_len = layout.max_model_len
         _, output_len = split_request(seq_len, setup.output_len)
         return cls(
@@ -54,7 +55,7 @@ class Capacity:
             max_context_len_at_concurrency=layout.max_context_len(concurrency, upper_len),
             logged_concurrency=layout.max_concurrency(seq_len),
             physical_limit_concurrency=layout.physical_limit_concurrency(seq_len),
-            sustained_concurrency=predict_sustained(layout, setup),
+            sustained_concurrency=predict_sustained(layout, setup, sustained_bounds),
             sustained_output_len=output_len,
         )
 

@@ -18,7 +18,7 @@ class CapacityBand:
     available_high_bytes: int
     kv_cache_tokens: tuple[int, int]
     logged_concurrency: tuple[float, float]
-    sustained_concurrency: tuple[int, int]
+    sustained_concurrency: tuple[int, int] | None  # None: not searched (only the primary layout is)
     max_context_len: tuple[int, int]
 
     def __post_init__(self) -> None:

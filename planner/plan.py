@@ -137,23 +137,31 @@ def check_max_model_len(model: ModelSpec, cfg: PlanConfig) -> None:
 def capacity_bands(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, reports: dict[str, LayoutReport],
                    upper_len: int) -> dict[str, CapacityBand]:
     """Each layout's capacity at the low and high end of an estimated budget's band; {} when the
-    budget is exact, its band is one value, or even its high end leaves nothing."""
+    budget is exact, its band is one value, or even its high end leaves nothing. The sustained
+    range is searched for the primary layout only (each end is a scheduler search, seconds at
+    1,024 sequences); the other layouts' bands leave it None."""
     low, high = budget.available_band
     if budget.exact or low == high or high == 0:
         return {}
     setup = sustained_setup(cfg, budget)
+    no_search = replace(setup, max_num_seqs=0)  # largest_clean's answer is then 0 at once
     bands: dict[str, CapacityBand] = {}
     for name, report in reports.items():
         log_format = cfg.vllm_rules().log_format if name.startswith("vllm") else CURRENT_LOG_FORMAT
+        searched = name == cfg.primary_layout
+        center = report.capacity.sustained_concurrency
         ends: list[Capacity] = []
-        for available in (low, high):
+        # less memory never sustains more requests, more never fewer: each end searches one side
+        for available, bounds in ((low, (0, center)), (high, (center, setup.max_num_seqs))):
             try:
                 layout = build_layout(name, model, cfg, replace(budget, available_bytes=available))
-                ends.append(Capacity.of(layout, cfg.concurrency, upper_len, setup, log_format))
+                ends.append(Capacity.of(layout, cfg.concurrency, upper_len, setup if searched else no_search,
+                                        log_format, bounds if searched else (0, 0)))
             except LayoutUnavailableError:  # the low end may hold too little for this layout
                 ends.append(report.capacity)
         lo, hi = ends
         bands[name] = CapacityBand(
             low, high, (lo.kv_cache_tokens, hi.kv_cache_tokens), (lo.logged_concurrency, hi.logged_concurrency),
-            (lo.sustained_concurrency, hi.sustained_concurrency), (lo.max_context_len, hi.max_context_len))
+            (lo.sustained_concurrency, hi.sustained_concurrency) if searched else None,
+            (lo.max_context_len, hi.max_context_len))
     return bands

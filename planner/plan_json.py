@@ -7,6 +7,7 @@ from typing import Any
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec
 from hkv.planner.budget.budget_json import budget_to_dict
+from hkv.planner.capacity_band import CapacityBand
 from hkv.planner.layout import KVCacheGroup, Layout
 from hkv.planner.plan import LayoutReport, Plan
 
@@ -73,6 +74,18 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "block_size": asdict(plan.block) if plan.block is not None else None,  # in force, and why
         "budget": budget_to_dict(plan.budget),
         "primary_layout": plan.config.primary_layout,
-        "layouts": {name: layout_to_dict(report) for name, report in plan.reports.items()},
+        "layouts": {name: {**layout_to_dict(report), "capacity_band": _band_to_dict(plan.bands.get(name))}
+                    for name, report in plan.reports.items()},
         "skipped_layouts": dict(plan.skipped),
     }
+
+
+def _band_to_dict(band: CapacityBand | None) -> dict[str, Any] | None:
+    """The layout's figures at the low and high end of the budget band ([low, high] pairs); None
+    for an exact budget. sustained_concurrency is None where it was not searched."""
+    if band is None:
+        return None
+    pair = lambda value: None if value is None else list(value)  # noqa: E731 - JSON arrays
+    return {"available_bytes": [band.available_low_bytes, band.available_high_bytes],
+            "kv_cache_tokens": pair(band.kv_cache_tokens), "logged_concurrency": pair(band.logged_concurrency),
+            "sustained_concurrency": pair(band.sustained_concurrency), "max_context_len": pair(band.max_context_len)}

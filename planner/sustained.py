@@ -102,11 +102,13 @@ class SustainedSetup:
         return split_request(seq_len, self.output_len)
 
 
-def largest_clean(guess: int, cap: int, is_clean: Callable[[int], bool]) -> int:
+def largest_clean(guess: int, cap: int, is_clean: Callable[[int], bool], floor: int = 0) -> int:
     """A clean N <= cap whose successor is not clean (or cap); 0 (no request, trivially clean)
     when 1 is not clean. Gallops from `guess` (clamped to [1, cap]) towards the boundary,
-    doubling its step, then bisects (module docstring)."""
-    low, high = 0, cap + 1  # invariants: low is clean, high is not (cap + 1: nothing above counts)
+    doubling its step, then bisects (module docstring). `floor` (<= cap): an N the caller knows
+    is clean, so nothing at or below it is probed."""
+    assert 0 <= floor <= cap
+    low, high = floor, cap + 1  # invariants: low is clean, high is not (cap + 1: nothing above counts)
     probe, step = min(max(guess, 1), cap), 1
     while low < probe < high:
         if is_clean(probe):
@@ -318,8 +320,11 @@ def search_guess(layout: Layout, seq_len: int | None = None) -> int:
                 for p in layout.pools if end_blocks[p.pool_id]), default=1)
 
 
-def predict_sustained(layout: Layout, setup: SustainedSetup) -> int:
+def predict_sustained(layout: Layout, setup: SustainedSetup, bounds: tuple[int, int] | None = None) -> int:
     """The predicted sustained concurrency (see the module docstring); 0 when one request alone
-    does not fit; at most setup.max_num_seqs."""
+    does not fit; at most setup.max_num_seqs. `bounds` (floor, cap): what the caller already
+    knows, e.g. from the same layout on a smaller (floor) or larger (cap) budget: more blocks
+    never preempt where fewer did, so the answer lies in [floor, cap]."""
+    floor, cap = (0, setup.max_num_seqs) if bounds is None else (bounds[0], min(bounds[1], setup.max_num_seqs))
     guess = search_guess(layout, sum(setup.request_lens(layout.max_model_len)))
-    return largest_clean(guess, setup.max_num_seqs, lambda n: runs_clean(layout, n, setup))
+    return largest_clean(max(guess, floor), cap, lambda n: runs_clean(layout, n, setup), floor=min(floor, cap))
