@@ -58,6 +58,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
     architectures = tuple(str(a) for a in config.get("architectures") or merged.get("architectures") or ())
     breakdown = _param_breakdown(view, kinds, config, num_params, architectures)
 
+    moe_shape = _moe_shape(view)
     return ModelSpec(
         name=name,
         model_id=model_id or str(config.get("_model_id") or config.get("_name_or_path") or ""),
@@ -83,19 +84,19 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         attn_logit_softcap=view.get("attn_logit_softcapping"),
         source=source,
         vision_tower=vision_tower_of(config),
-        **_moe_shape(view),
+        num_experts_per_tok=moe_shape[0], moe_intermediate_size=moe_shape[1],
     )
 
 
-def _moe_shape(view: ConfigView) -> dict[str, int]:
-    """Experts per token and one expert's intermediate size; zeros for a dense model."""
+def _moe_shape(view: ConfigView) -> tuple[int, int]:
+    """(experts per token, one expert's intermediate size); zeros for a dense model."""
     experts = next((int(view.get(k) or 0) for k in ("num_experts", "num_local_experts", "n_routed_experts")
                     if view.get(k)), 0)
     per_token = int(view.get("num_experts_per_tok") or 0)
     if not experts or not per_token:
-        return {}
+        return 0, 0
     size = int(view.get("moe_intermediate_size") or view.get("intermediate_size") or 0)
-    return {"num_experts_per_tok": per_token, "moe_intermediate_size": size}
+    return per_token, size
 
 
 def _param_breakdown(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...], config: Mapping[str, Any],

@@ -17,12 +17,12 @@ from typing import Any
 from hkv.model_specs import param_breakdown_blocks as blk
 from hkv.model_specs.attention_dims import model_head_dim, num_kv_heads, num_query_heads
 from hkv.model_specs.config_view import ConfigView
-from hkv.model_specs.param_breakdown import EMBED_LAYER, HEAD_LAYER, DenseWeight, LinearWeight, ParamBreakdown
+from hkv.model_specs.param_breakdown import EMBED_LAYER, HEAD_LAYER, DenseWeight, LinearWeight, ParamBreakdown, Part
 from hkv.model_specs.param_breakdown_blocks import Weights
 from hkv.model_specs.param_breakdown_towers import tower_weights
 from hkv.model_specs.param_count_common import Kinds, is_attention, is_tied, qwen_sparse_layers
 
-LM = "language_model"
+LM: Part = "language_model"
 # Checkpoint prefix of the decoder layers, by architecture of multimodal wrappers (HF names).
 _WRAPPER_PREFIX = {
     "Qwen3_5ForConditionalGeneration": "model.language_model.",

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight
+from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight, Part
 from hkv.model_specs.param_breakdown_blocks import Weights
 
-V = "vision"
+V: Part = "vision"
 
 
 def _lin(name: str, n_in: int, n_out: int, parallel: str = "column", bias: bool = True) -> LinearWeight:
