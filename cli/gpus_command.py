@@ -22,7 +22,8 @@ def gpus_command(output_format: FormatOpt = OutputFormat.human) -> None:
         "name": g.name, "description": g.description, "total_bytes": g.total_bytes,
         "total_source": g.total_source, "nvml_mib": g.nvml_mib, "hbm_bandwidth_gbps": g.hbm_bandwidth_gbps,
         "default_max_num_batched_tokens": default_max_num_batched_tokens(g.total_bytes, g.is_a100),
-        "verified": g.verified,
+        "verified": g.verified, "unified_memory": g.unified_memory,
+        "compute_capability": None if g.compute_capability is None else ".".join(map(str, g.compute_capability)),
     } for g in GPUS]
     if output_format is OutputFormat.json:
         write_json({"schema_version": 1, "gpus": rows})
@@ -31,7 +32,8 @@ def gpus_command(output_format: FormatOpt = OutputFormat.human) -> None:
     for col in ("--gpu", "device", "total", "source", "bandwidth", "default mnbt"):
         table.add_column(col, justify="right" if col in ("total", "bandwidth", "default mnbt") else "left")
     for r in rows:
-        table.add_row(r["name"], r["description"] + ("" if r["verified"] else " (unverified)"),
+        table.add_row(r["name"], r["description"] + ("" if r["verified"] else " (unverified)")
+                      + (f" sm{r['compute_capability'].replace('.', '')}" if r["compute_capability"] else ""),
                       format_gib(r["total_bytes"]), r["total_source"], f"{r['hbm_bandwidth_gbps']:,} GB/s",
                       f"{r['default_max_num_batched_tokens']:,}")
     stdout_console().print(table)

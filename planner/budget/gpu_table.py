@@ -80,7 +80,7 @@ GPUS: tuple[Gpu, ...] = (
     Gpu("rtx3090", "NVIDIA GeForce RTX 3090 24GB", 24576, None, 936, compute_capability=(8, 6)),
     Gpu("rtx4090", "NVIDIA GeForce RTX 4090 24GB", 24564, None, 1008, compute_capability=(8, 9)),
     Gpu("rtx5090", "NVIDIA GeForce RTX 5090 32GB", 32607, _gib(31.36), 1792, compute_capability=(12, 0),
-        measured_in="r035 prints 31.4 (two decimals: 31.36 rounds to it)"),
+        measured_in="r035 printed 31.4 (rounded); 31.36 lies within it"),
     Gpu("rtx-pro-4500", "NVIDIA RTX PRO 4500 Blackwell 32GB", 32623, _gib(31.38), 896,
         compute_capability=(12, 0), measured_in="r049"),
     Gpu("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell 96GB", 97887, _gib(94.97), 1792,
