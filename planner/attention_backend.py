@@ -206,6 +206,11 @@ def _cuda_choice(query: AttentionQuery, requested: int | None, capability: Capab
     if None in chosen or None in unprompted:
         offered = "; ".join(f"{b.name}: {b.blocks.describe()}" for b in priorities
                             if any(b.runs(q, capability, None) for q in per_head)) or "none runs this model"
+        if requested is None or "none runs" in offered:
+            raise InvalidInputError(
+                f"no vLLM attention backend on {target} runs this model (head sizes "
+                f"{', '.join(map(str, query.head_sizes))}{', MLA' if query.is_mla else ''}): vLLM refuses it "
+                "too; plan for another gpu or check the config's head size", fields=("gpu",))
         raise InvalidInputError(
             f"block_size {requested}: no vLLM attention backend on {target} runs it for this model "
             f"({offered}); pass one of those sizes or leave --block-size out", fields=("block_size",))

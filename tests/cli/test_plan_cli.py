@@ -56,7 +56,7 @@ def write_config(directory, config):
 
 
 LLAMA_512 = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2,
-             "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+             "hidden_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
              "vocab_size": 256, "max_position_embeddings": 512, "torch_dtype": "float32"}
 GPT2 = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": 2, "n_embd": 64, "n_head": 4,
         "vocab_size": 256, "n_positions": 512}
@@ -151,7 +151,8 @@ def test_default_gpu_is_said_when_assumed():
     chosen = run("plan", "gemma-3-27b", "--gpu", "h100", "--format", "json")
     assert json.loads(chosen.stdout)["assumed"] == {} and chosen.stderr == ""
     help_text = " ".join(run("plan", "--help").stdout.split())
-    assert "[default: h100" in help_text and "[default: 256]" in help_text and "[default: 16]" in help_text
+    assert "[default: h100" in help_text and "[default: vLLM's for the GPU: 1024" in help_text
+    assert "[default: the attention backend's, as vLLM picks it" in help_text
 
 
 def test_piped_human_output_does_not_wrap_lines():
