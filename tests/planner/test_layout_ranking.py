@@ -25,7 +25,7 @@ def smallest_fitting_config(name: str, gpu: str, max_len: int | None) -> PlanCon
     """The plan config with the smallest TP in 1, 2, 4, 8 whose weights fit; None if none does."""
     length = None if max_len is None else min(max_len, MODELS[name].max_model_len)
     # 256 sequences (vLLM's default below 70 GiB): at 1,024 the sustained searches of short lengths
-    # take minutes over the catalog; the ranking holds the same (benchmarks/bench_layout_ranking.py)
+    # take minutes over the catalog (benchmarks/bench_layout_ranking.py plans at the GPU defaults)
     cfg = PlanConfig(gpu=gpu, max_model_len=length, max_num_seqs=256)
     tp = smallest_fitting_tp(MODELS[name], cfg)
     return None if tp is None else replace(cfg, tp=tp)
