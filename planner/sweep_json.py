@@ -14,7 +14,8 @@ from hkv.planner.sweep import SweepRow
 
 def sweep_row_to_dict(row: SweepRow) -> dict[str, Any]:
     doc = plan_to_dict(row.plan)
-    return {"gpu": row.gpu, "tp": row.tp, "fits": row.fits, "budget": doc["budget"],
+    return {"gpu": row.gpu, "tp": row.tp, "fits": row.fits, "fit_verdict": row.plan.budget.fit_verdict,
+            "budget": doc["budget"],
             "layouts": doc["layouts"], "skipped_layouts": doc["skipped_layouts"]}
 
 

@@ -59,7 +59,8 @@ def test_sweep_json_shape_and_fits(sweep_doc):
     assert set(sweep_doc) == {"schema_version", "model", "vllm_version", "primary_layout", "sweep", "assumed"}
     assert sweep_doc["model"]["name"] == "gemma-3-27b-it" and sweep_doc["assumed"] == {}
     for row in sweep_doc["sweep"]:
-        assert set(row) == {"gpu", "tp", "fits", "budget", "layouts", "skipped_layouts"}
+        assert set(row) == {"gpu", "tp", "fits", "fit_verdict", "budget", "layouts", "skipped_layouts"}
+        assert row["fit_verdict"] == row["budget"]["fit_verdict"]
         assert set(row["layouts"]) == {"hkv", "vllm", "vllm-no-hybrid", "partitioned"}
     fits = {(row["gpu"], row["tp"]): row["fits"] for row in sweep_doc["sweep"]}
     assert fits == {cell: cell[0] != "l4" for cell in CELLS}  # module docstring
