@@ -89,10 +89,8 @@ def render_plan(plan: Plan, console: Console) -> None:
     if cfg.concurrency > 1:
         rows.append((f"max ctx x{cfg.concurrency}",
                      lambda r: f"{r.capacity.max_context_len_at_concurrency:,}"))
-    bands = {id(report): plan.bands.get(name) for name, report in plan.reports.items()}
-
     def _band(report: LayoutReport, field: str, fmt: str) -> str:
-        band = bands.get(id(report))
+        band = plan.bands.get(report.layout.name)  # a layout's name is its report's key
         if band is None:
             return ""
         if getattr(band, field) is None:

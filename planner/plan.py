@@ -11,7 +11,7 @@ from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.attention_backend import BlockSizeChoice, plan_block_size, with_block_size
 from hkv.planner.capacity import Capacity, vllm_log_lines
 from hkv.planner.capacity_band import CapacityBand
-from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
+from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT, LogFormat
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
 from hkv.planner.hkv_layout import build_hkv_layout
 from hkv.planner.layout import Layout
@@ -97,7 +97,7 @@ def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
             continue
         seq_len = layout.max_model_len
         # Only the vllm layouts print vLLM's lines; their kv_cache_tokens is the line's number.
-        log_format = cfg.vllm_rules().log_format if name.startswith("vllm") else CURRENT_LOG_FORMAT
+        log_format = _log_format(name, cfg)
         lines = vllm_log_lines(layout, log_format) if name.startswith("vllm") else ()
         reports[name] = LayoutReport(
             layout, Capacity.of(layout, cfg.concurrency, upper_len, setup, log_format), layout.waste_fraction(seq_len),
@@ -108,6 +108,11 @@ def plan(model: ModelSpec, cfg: PlanConfig) -> Plan:
                                      fields=("primary_layout", *primary_error.fields))
     return Plan(model, cfg, budget, reports, skipped, bands=capacity_bands(model, cfg, budget, reports, upper_len),
                 block=block)
+
+
+def _log_format(layout_name: str, cfg: PlanConfig) -> LogFormat:
+    """Only the vllm layouts print vLLM's lines (in the release's format); the others count as today's."""
+    return cfg.vllm_rules().log_format if layout_name.startswith("vllm") else CURRENT_LOG_FORMAT
 
 
 def sustained_setup(cfg: PlanConfig, budget: MemoryBudget) -> SustainedSetup:
@@ -144,10 +149,9 @@ def capacity_bands(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, repo
     if budget.exact or low == high or high == 0:
         return {}
     setup = sustained_setup(cfg, budget)
-    no_search = replace(setup, max_num_seqs=0)  # largest_clean's answer is then 0 at once
     bands: dict[str, CapacityBand] = {}
     for name, report in reports.items():
-        log_format = cfg.vllm_rules().log_format if name.startswith("vllm") else CURRENT_LOG_FORMAT
+        log_format = _log_format(name, cfg)
         searched = name == cfg.primary_layout
         center = report.capacity.sustained_concurrency
         ends: list[Capacity] = []
@@ -155,8 +159,9 @@ def capacity_bands(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, repo
         for available, bounds in ((low, (0, center)), (high, (center, setup.max_num_seqs))):
             try:
                 layout = build_layout(name, model, cfg, replace(budget, available_bytes=available))
-                ends.append(Capacity.of(layout, cfg.concurrency, upper_len, setup if searched else no_search,
-                                        log_format, bounds if searched else (0, 0)))
+                # bounds (0, 0): no search, the figure is left out of the band
+                ends.append(Capacity.of(layout, cfg.concurrency, upper_len, setup, log_format,
+                                        bounds if searched else (0, 0)))
             except LayoutUnavailableError:  # the low end may hold too little for this layout
                 ends.append(report.capacity)
         lo, hi = ends

@@ -37,9 +37,24 @@ class BudgetTerm:
     def banded(cls, name: str, value: int, source: TermSource, rel_low: float, rel_high: float,
                note: str = "") -> BudgetTerm:
         """`value` with a band of -rel_low / +rel_high of itself (fractions, >= 0)."""
-        return cls(name, value, source, max(0, int(value * (1 - rel_low))), int(value * (1 + rel_high)) + 0,
-                   note)
+        return Band(rel_low, rel_high).term(name, value, note, source)
 
     @property
     def is_exact(self) -> bool:
         return self.low_bytes == self.high_bytes
+
+
+@dataclass(frozen=True)
+class Band:
+    """Where the real value may fall around hkv's `e`: [e x (1 - rel_low) - abs_low,
+    e x (1 + rel_high) + abs_high]; the profile's bands come from the residuals on real logs."""
+
+    rel_low: float
+    rel_high: float
+    abs_low: int = 0
+    abs_high: int = 0
+
+    def term(self, name: str, value: int, note: str, source: TermSource = "estimate") -> BudgetTerm:
+        low = max(0, int(value * (1 - self.rel_low)) - self.abs_low)
+        high = int(value * (1 + self.rel_high)) + self.abs_high
+        return BudgetTerm(name, value, source, min(low, value), max(high, value), note)

@@ -72,38 +72,37 @@ class MemoryBudget:
         return next((t for t in self.terms if t.name == name), None)
 
 
-def _device_class(cfg: PlanConfig) -> tuple[int, bool] | None:
-    """(total bytes, is an A100) of the device that decides vLLM's batch defaults; None: no GPU."""
+def _device(cfg: PlanConfig) -> tuple[str, int, bool] | None:
+    """(name, total bytes, is an A100) of the device: --gpu-memory's size, else the GPU table's
+    entry; None when neither is given."""
     if cfg.gpu_memory_bytes is not None:
-        return cfg.gpu_memory_bytes, False
+        return "custom", cfg.gpu_memory_bytes, False
     if cfg.gpu is None:
         return None
     gpu = get_gpu(cfg.gpu)
-    return gpu.total_bytes, gpu.is_a100
+    return gpu.name, gpu.total_bytes, gpu.is_a100
 
 
 def resolve_max_num_batched_tokens(cfg: PlanConfig) -> int:
     if cfg.max_num_batched_tokens is not None:
         return cfg.max_num_batched_tokens
-    device = _device_class(cfg)
+    device = _device(cfg)
     if device is None:
         return NO_GPU_MAX_NUM_BATCHED_TOKENS
-    return default_max_num_batched_tokens(*device, large_tier=cfg.vllm_rules().large_gpu_batch_tier)
+    return default_max_num_batched_tokens(*device[1:], large_tier=cfg.vllm_rules().large_gpu_batch_tier)
 
 
 def resolve_max_num_seqs(cfg: PlanConfig) -> int:
     if cfg.max_num_seqs is not None:
         return cfg.max_num_seqs
-    device = _device_class(cfg)
-    return DEFAULT_MAX_NUM_SEQS if device is None else default_max_num_seqs(*device)
+    device = _device(cfg)
+    return DEFAULT_MAX_NUM_SEQS if device is None else default_max_num_seqs(*device[1:])
 
 
 def _device_total(cfg: PlanConfig) -> tuple[str, int]:
-    if cfg.gpu_memory_bytes is not None:
-        return "custom", cfg.gpu_memory_bytes
-    if cfg.gpu is not None:
-        gpu = get_gpu(cfg.gpu)
-        return gpu.name, gpu.total_bytes
+    device = _device(cfg)
+    if device is not None:
+        return device[0], device[1]
     if cfg.available_kv_memory_bytes is None:
         raise InvalidInputError("give gpu, gpu_memory_bytes or available_kv_memory_bytes",
                                 fields=("gpu", "gpu_memory_bytes", "available_kv_memory_bytes"))

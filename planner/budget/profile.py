@@ -16,12 +16,11 @@ profile_consumed_accounting >= 0.27, subtracts_cudagraph_estimate >= 0.20).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import ceil
 
 from hkv.model_specs.layer_desc import RecurrentDesc
 from hkv.model_specs.model_spec import ModelSpec
-from hkv.planner.budget.budget_term import BudgetTerm
+from hkv.planner.budget.budget_term import Band, BudgetTerm
 from hkv.planner.budget.cudagraph_estimate import cudagraph_estimate
 from hkv.planner.budget.encoder_profile import (
     encoder_budget_tokens,
@@ -36,22 +35,6 @@ from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
 from hkv.planner.budget.sampler_peak import sampler_profile
 from hkv.planner.budget.vision_profile import VisionProfile, pinned_host_bytes, vision_profile
 from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS, PlanConfig, dtype_bytes
-
-
-@dataclass(frozen=True)
-class Band:
-    """Where a logged value may fall around hkv's estimate `e`: [e x (1 - rel_low) - abs_low,
-    e x (1 + rel_high) + abs_high], from the residuals on the real logs."""
-
-    rel_low: float
-    rel_high: float
-    abs_low: int = 0
-    abs_high: int = 0
-
-    def term(self, name: str, value: int, note: str) -> BudgetTerm:
-        low = max(0, int(value * (1 - self.rel_low)) - self.abs_low)
-        high = int(value * (1 + self.rel_high)) + self.abs_high
-        return BudgetTerm(name, value, "estimate", min(low, value), max(high, value), note)
 
 
 MIB = 2**20
