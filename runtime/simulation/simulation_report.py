@@ -17,7 +17,7 @@ class GroupUsage:
 @dataclass(frozen=True)
 class SimulationReport:
     layout: str
-    num_requests: int
+    num_requests: int  # requests pulled from the workload: all of them unless the run was interrupted
     num_finished: int
     interrupted: bool
     num_steps: int

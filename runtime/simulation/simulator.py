@@ -4,13 +4,18 @@ The fake model emits each request's planned output tokens, one per decode step. 
 only orders arrivals: a step lasts `step_base_s + step_per_token_s x batched tokens` (a rough
 GPU cost model; it never affects what fits). A request that depends on another (the next turn of
 a session) arrives when that one has finished, at the earliest.
+
+The workload is any iterable of WorkloadRequests in arrival order (a list, or a trace reader that
+streams a file): it is pulled lazily, one request ahead of simulated time, so memory is bounded by
+the requests in flight. `depends_on` indexes the iteration order. Iterating it again (a second
+layout) must give the same requests.
 """
 
 from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from operator import add
 
@@ -23,7 +28,7 @@ from hkv.runtime.scheduler.scheduler import Scheduler, SchedulerConfig
 from hkv.runtime.simulation.simulation_report import GroupUsage, SimulationReport
 from hkv.runtime.simulation.workload_request import WorkloadRequest
 
-ProgressFn = Callable[[int, int], None]  # (finished requests, total requests)
+ProgressFn = Callable[[int, int | None], None]  # (finished requests, total requests if known)
 
 
 @dataclass(frozen=True)
@@ -38,7 +43,7 @@ class SimulationConfig:
 class Simulator:
     """Mutates nothing it is given; `run` may be interrupted and `report` still describes what ran."""
 
-    def __init__(self, layout: Layout, workload: Sequence[WorkloadRequest],
+    def __init__(self, layout: Layout, workload: Iterable[WorkloadRequest],
                  config: SimulationConfig | None = None) -> None:
         self.layout = layout
         self.workload = workload
@@ -47,6 +52,9 @@ class Simulator:
         self.scheduler = Scheduler(self.kv, self.config.scheduler)
         self.now_s = 0.0
         self._finished = 0
+        self._num_arrived = 0
+        self._num_prompt_tokens = 0
+        self._num_output_tokens = 0
         self._steps = 0
         self._tokens = 0
         self._running_sum = 0
@@ -74,28 +82,35 @@ class Simulator:
 
     def _loop(self, progress: ProgressFn | None) -> None:
         cfg = self.config
-        workload = self.workload
-        dependents: dict[int, list[int]] = {}
-        ready: list[tuple[float, int]] = []  # (arrival, index) heap
-        for i, wr in enumerate(workload):
-            if wr.depends_on is None:
-                ready.append((wr.arrival_s, i))
-            else:
-                dependents.setdefault(wr.depends_on, []).append(i)
-        heapq.heapify(ready)
-        index_of = {wr.request_id: i for i, wr in enumerate(workload)}
-        total = len(workload)
+        source: Iterator[WorkloadRequest] = iter(self.workload)
+        total = len(self.workload) if isinstance(self.workload, Sized) else None
+        pending: WorkloadRequest | None = next(source, None)  # the next request to arrive
+        ready: list[tuple[float, int, WorkloadRequest]] = []  # (arrival, index, request) heap
+        dependents: dict[int, list[tuple[int, WorkloadRequest]]] = {}  # waiting on an unfinished request
+        finish_s: dict[int, float] = {}  # index -> when it finished
+        index_of: dict[str, int] = {}  # live requests' index
         scheduler = self.scheduler
         live: dict[str, tuple[Request, Sequence[int]]] = {}  # request, its planned output tokens
-        while ready or scheduler.has_unfinished_requests:
+        while pending is not None or ready or scheduler.has_unfinished_requests:
+            # Pull every request that has arrived by now (and the next one, to know when it comes).
+            while pending is not None and pending.arrival_s <= self.now_s:
+                index = self._num_arrived
+                self._arrive(index, pending, ready, dependents, finish_s)
+                pending = next(source, None)
             while ready and ready[0][0] <= self.now_s:
-                _, i = heapq.heappop(ready)
-                wr = workload[i]
+                _, index, wr = heapq.heappop(ready)
                 request = Request(wr.request_id, wr.prompt_token_ids, wr.output_len)
                 live[wr.request_id] = (request, wr.output_token_ids)
+                index_of[wr.request_id] = index
                 scheduler.add_request(request)
             if not scheduler.has_unfinished_requests:
-                self.now_s = ready[0][0]
+                upcoming = [t for t in (ready[0][0] if ready else None,
+                                        pending.arrival_s if pending is not None else None) if t is not None]
+                if not upcoming:
+                    if dependents:
+                        raise RuntimeError("simulation stalled: requests wait on requests that never arrived")
+                    break
+                self.now_s = max(self.now_s, min(upcoming))
                 continue
             output = scheduler.schedule()
             sampled = {}
@@ -110,14 +125,33 @@ class Simulator:
             for req in finished:
                 del live[req.request_id]
                 self._finished += 1
-                for j in dependents.pop(index_of[req.request_id], ()):
-                    heapq.heappush(ready, (max(workload[j].arrival_s, self.now_s), j))
+                index = index_of.pop(req.request_id)
+                finish_s[index] = self.now_s
+                for j, wr in dependents.pop(index, ()):
+                    heapq.heappush(ready, (max(wr.arrival_s, self.now_s), j, wr))
             if finished and progress is not None:
                 progress(self._finished, total)
             if cfg.check_integrity_every and self._steps % cfg.check_integrity_every == 0:
                 self.kv.check_integrity()
-            if output.is_empty and not finished and not ready and scheduler.has_unfinished_requests:
+            if (output.is_empty and not finished and not ready and pending is None
+                    and scheduler.has_unfinished_requests):
                 raise RuntimeError("simulation stalled: requests wait but nothing can be scheduled")
+
+    def _arrive(self, index: int, wr: WorkloadRequest, ready: list[tuple[float, int, WorkloadRequest]],
+                dependents: dict[int, list[tuple[int, WorkloadRequest]]], finish_s: dict[int, float]) -> None:
+        """Count a request pulled from the workload and queue it: ready at its arrival, or parked
+        until the request it depends on finishes (at the earliest, its arrival)."""
+        self._num_arrived += 1
+        self._num_prompt_tokens += wr.prompt_len
+        self._num_output_tokens += wr.output_len
+        parent = wr.depends_on
+        if parent is None:
+            heapq.heappush(ready, (wr.arrival_s, index, wr))
+        elif parent in finish_s:
+            heapq.heappush(ready, (max(wr.arrival_s, finish_s[parent]), index, wr))
+        else:
+            assert parent < index, f"request {wr.request_id} depends on a later request ({parent})"
+            dependents.setdefault(parent, []).append((index, wr))
 
     def _record(self, num_batched_tokens: int) -> None:
         self._steps += 1
@@ -146,13 +180,13 @@ class Simulator:
             for i, g in enumerate(self.layout.groups))
         return SimulationReport(
             layout=self.layout.name,
-            num_requests=len(self.workload),
+            num_requests=self._num_arrived,
             num_finished=self._finished,
             interrupted=self._interrupted,
             num_steps=self._steps,
             num_tokens_processed=self._tokens,
-            num_prompt_tokens=sum(w.prompt_len for w in self.workload),
-            num_output_tokens=sum(w.output_len for w in self.workload),
+            num_prompt_tokens=self._num_prompt_tokens,
+            num_output_tokens=self._num_output_tokens,
             peak_running=self._running_peak,
             mean_running=self._running_sum / steps,
             num_preemptions=self.scheduler.num_preemptions,
