@@ -10,7 +10,7 @@ from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.list_options import GpuListOpt, TpListOpt, first_gpu, first_tp, is_sweep
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DraftLayersOpt, DtypeOpt, EagerOpt,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DraftLayersOpt, DtypeOpt, EagerOpt, FlashInferOpt,
     GpuMemoryOpt, KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt,
     PlanOptions, PpOpt, PrefixOpt, QuantOpt, SpecTokensOpt, SsmDtypeOpt, TextOnlyOpt, UtilOpt, VllmLogOpt,
     VllmVersionOpt, WeightsOpt, assumed_note,
@@ -42,7 +42,7 @@ def plan_command(
     vllm_log: VllmLogOpt = None, vllm_version: VllmVersionOpt = None,
     expected_avg_seq_len: AvgLenOpt = None,
     enforce_eager: EagerOpt = False, quantization: QuantOpt = None, weights_memory: WeightsOpt = None,
-    language_model_only: TextOnlyOpt = False,
+    language_model_only: TextOnlyOpt = False, flashinfer: FlashInferOpt = None,
     concurrency: ConcurrencyOpt = None, no_prefix_caching: NoPrefixOpt = False,
     enable_prefix_caching: PrefixOpt = False,
     layout: LayoutOpt = None, emit: EmitOpt = None, output_format: FormatOpt = OutputFormat.human,

@@ -107,6 +107,12 @@ WeightsOpt = Annotated[str | None, typer.Option(
 TextOnlyOpt = Annotated[bool, typer.Option(
     "--language-model-only", help="vLLM's --language-model-only (or --limit-mm-per-prompt all 0): vision/audio "
                                   "towers are not loaded [default: off, a multimodal checkpoint's towers load]")]
+FlashInferOpt = Annotated[bool | None, typer.Option(
+    "--flashinfer/--no-flashinfer",
+    help="whether FlashInfer is installed beside vLLM (the vllm/vllm-openai images ship it; pip's vllm requires "
+         "it from 0.11.1). Up to 0.11.0 vLLM then samples its profile batch with FlashInfer (14 B per logit) "
+         "instead of sorting the vocabulary (38 B) [default: not known: the sort, the band reaching FlashInfer's "
+         "figure]")]
 LayoutOpt = Annotated[PlanLayout | None, typer.Option(  # type: ignore[valid-type]
     "--layout", help=f"primary layout [default: {DEFAULTS.primary_layout}]")]
 
@@ -143,6 +149,7 @@ class PlanOptions:
     quantization: str | None = None
     weights_memory: str | None = None  # SIZE
     language_model_only: bool = False
+    flashinfer: bool | None = None
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any], **overrides: Any) -> PlanOptions:
@@ -183,7 +190,7 @@ class PlanOptions:
             enforce_eager=self.enforce_eager, quantization=self.quantization,
             weights_bytes=None if self.weights_memory is None else parse_size(
                 self.weights_memory, option=flag_of("weights_bytes")),
-            language_model_only=self.language_model_only,
+            language_model_only=self.language_model_only, flashinfer_installed=self.flashinfer,
         )
 
     def _prefix_caching(self) -> bool | None:

@@ -14,7 +14,7 @@ from hkv.cli.choices import ALL_LAYOUTS, SimulateLayout
 from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.output import OutputFormat, note, stderr_console, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, DraftLayersOpt, DtypeOpt, EagerOpt, GpuMemoryOpt, GpuOpt,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, DraftLayersOpt, DtypeOpt, EagerOpt, FlashInferOpt, GpuMemoryOpt, GpuOpt,
     KvDtypeOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt,
     QuantOpt, SpecTokensOpt, SsmDtypeOpt, TextOnlyOpt, TpOpt, UtilOpt, VllmLogOpt, VllmVersionOpt, WeightsOpt,
     assumed_note,
@@ -59,7 +59,7 @@ def simulate_command(
     vllm_log: VllmLogOpt = None, vllm_version: VllmVersionOpt = None,
     expected_avg_seq_len: AvgLenOpt = None,
     enforce_eager: EagerOpt = False, quantization: QuantOpt = None, weights_memory: WeightsOpt = None,
-    language_model_only: TextOnlyOpt = False,
+    language_model_only: TextOnlyOpt = False, flashinfer: FlashInferOpt = None,
     no_prefix_caching: NoPrefixOpt = False, enable_prefix_caching: PrefixOpt = False,
     output_format: FormatOpt = OutputFormat.human,
 ) -> None:

@@ -63,6 +63,9 @@ class PlanConfig:
     quantization: str | None = None  # vLLM --quantization; None: the checkpoint's quantization_config
     weights_bytes: int | None = None  # weight bytes per rank as vLLM loads them, when the user knows them
     language_model_only: bool = False  # vLLM --language-model-only / mm limits all 0: towers not loaded
+    # FlashInfer beside vLLM (the vllm/vllm-openai images ship it; pip's wheel requires it from
+    # 0.11.1); up to 0.11.0 it decides the profile's sampler. None: not known.
+    flashinfer_installed: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "concurrency", "hkv_prefill_chunk_len"):

@@ -20,6 +20,7 @@ vllm/v1/kv_cache_interface.py, vllm/model_executor/models/config.py, vllm/config
 | default gpu_memory_utilization 0.92    | 0.9               | 0.20.0  |
 | CUDA graph estimate subtracted         | printed only      | 0.20.0  |
 | dummy sampler's top-k/top-p in place   | sorts the vocab   | 0.17.0  |
+| FlashInfer's sampler where installed   | on (0.10-0.11.0)  | 0.11.1: opt-in only |
 | model runner V2 by default             | V1 runner         | 0.25.0 dense, 0.32.0 all |
 | V2 runner measures its CUDA graphs     | estimate 0        | 0.29.0  |
 | non-torch = free-memory drop - weights | non-torch increase | 0.27.0  |
@@ -94,6 +95,7 @@ class VllmRules:
     large_gpu_batch_tier: bool  # >= 160 GiB cards default to 16,384 batched tokens
     # The memory profile (planner/budget/profile*.py); defaults are 0.32.0's.
     sampler_sorts_vocab: bool = False  # dummy sampler's top-k/top-p sorts max_num_seqs x vocab
+    flashinfer_sampler_default: bool = False  # FlashInfer's sampler (no sort) wherever it is installed
     v2_model_runner: str = "all"  # "none" | "dense" (no MoE, no state) | "all": models on the V2 runner
     v2_estimates_cudagraphs: bool = True  # the V2 runner's graph estimate (0 before 0.29)
     profile_consumed_accounting: bool = True  # non-torch holds persistent torch buffers too
@@ -117,6 +119,7 @@ class VllmRules:
             subtracts_cudagraph_estimate=v >= (0, 20, 0),
             large_gpu_batch_tier=v >= (0, 28, 0),
             sampler_sorts_vocab=v < (0, 17, 0),
+            flashinfer_sampler_default=v < (0, 11, 1),
             v2_model_runner="all" if v >= (0, 32, 0) else "dense" if v >= (0, 25, 0) else "none",
             v2_estimates_cudagraphs=v >= (0, 29, 0),
             profile_consumed_accounting=v >= (0, 27, 0),

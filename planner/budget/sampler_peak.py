@@ -3,32 +3,42 @@
 `profile_run` ends with `_dummy_sampler_run` on the last rows of the dummy batch, one per dummy
 request: min(max_num_batched_tokens, max_num_seqs) rows. `compute_logits` makes rows x vocab in
 the model dtype; the V1 sampler then runs every branch (temperature 0.5, top-k vocab - 1,
-top-p 0.9). Bytes held at once per logit element (read from each release's
-v1/sample/sampler.py and v1/sample/ops/topk_topp_sampler.py):
+top-p 0.9). Bytes held at once per logit element, by the path the sampler takes (read from each
+release's v1/sample/sampler.py and v1/sample/ops/topk_topp_sampler.py):
 
-- before 0.17 (`apply_top_k_top_p` sorts the whole vocab): the logits, their fp32 copy (4),
-  the sorted values (4) and int64 indices (8), and the scratch of torch's CUDA sort for 128 rows
-  or more (ATen SortStable.cu `segmented_sort_pairs`): int64 reverse indices (8) and cub's
-  alternate key and value buffers (4 + 8). bf16: 38 bytes. (Below 128 rows torch sorts by a
-  full sort with (index, segment) int2 pairs, 8 bytes more; not modelled.)
-  The llm-d H100 0.11.0 logs (max_num_seqs 1,024) show 38.3-38.9 bytes per element whatever the
-  model size: the sampler, not the layers, sets their peak.
-- from 0.17 (Triton top-k/top-p masks in place): the logits, the fp32 copy, probs (4) and the
-  exponential noise of random_sample (4). FlashInfer's fused path holds the same (masked
-  logits, probs). bf16: 14 bytes.
-- the V2 model runner (model_runner.py; attention-only models from 0.27, all from 0.32): its
-  dummy batch is greedy, so only the logits and one fp32 processed copy. bf16: 6 bytes.
+- `sort` (`apply_top_k_top_p` sorts the whole vocab; up to 0.16 wherever FlashInfer's sampler is
+  not used): the logits, their fp32 copy (4), the sorted values (4) and int64 indices (8), and the
+  scratch of torch's CUDA sort for 128 rows or more (ATen SortStable.cu `segmented_sort_pairs`):
+  int64 reverse indices (8) and cub's alternate key and value buffers (4 + 8). bf16: 38 bytes.
+  (Below 128 rows torch sorts by a full sort with (index, segment) int2 pairs, 8 bytes more; not
+  modelled.) The llm-d H100 0.11.0 logs (max_num_seqs 1,024) show 38.3-38.9 bytes per element
+  whatever the model size: the sampler, not the layers, sets their peak.
+- `flashinfer` (0.10 to 0.11.0 use FlashInfer's sampler by default where it is installed; the
+  vllm/vllm-openai images ship it, the pip wheel does not require it before 0.11.1):
+  `top_k_top_p_sampling_from_logits` masks a copy of the fp32 logits (4) and takes its softmax (4)
+  besides the logits and their fp32 copy, no sort. bf16: 14 bytes. flashinfer-ai/flashinfer#1180
+  shows the official image's "Available KV cache memory" drop from 4.00 to 2.49 GiB when
+  VLLM_USE_FLASHINFER_SAMPLER=0 forces the sort.
+- `in_place` (from 0.17: Triton top-k/top-p masks in place): the logits, the fp32 copy, probs (4)
+  and the exponential noise of random_sample (4). bf16: 14 bytes.
+- `greedy` (the V2 model runner, model_runner.py; attention-only models from 0.27, all from 0.32):
+  its dummy batch is greedy, so only the logits and one fp32 processed copy. bf16: 6 bytes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
+SamplerPath = Literal["sort", "flashinfer", "in_place", "greedy"]
 FP32_BYTES = 4
 # Per logit element, besides the logits themselves (model dtype).
-SORT_EXTRA_BYTES = FP32_BYTES + 4 + 8 + (8 + 4 + 8)  # fp32 copy, sorted, int64 idx, sort scratch
-IN_PLACE_EXTRA_BYTES = FP32_BYTES + 4 + 4  # fp32 copy, probs, exponential noise
-GREEDY_EXTRA_BYTES = FP32_BYTES  # fp32 processed copy
+EXTRA_BYTES_BY_PATH: dict[SamplerPath, int] = {
+    "sort": FP32_BYTES + 4 + 8 + (8 + 4 + 8),  # fp32 copy, sorted, int64 idx, sort scratch
+    "flashinfer": FP32_BYTES + 4 + 4,  # fp32 copy, top-k masked copy, probs
+    "in_place": FP32_BYTES + 4 + 4,  # fp32 copy, probs, exponential noise
+    "greedy": FP32_BYTES,  # fp32 processed copy
+}
 
 
 @dataclass(frozen=True)
@@ -38,11 +48,11 @@ class SamplerProfile:
     rows: int
     vocab_size: int
     logits_dtype_bytes: int
-    extra_bytes_per_element: int  # SORT_EXTRA_BYTES, IN_PLACE_EXTRA_BYTES or GREEDY_EXTRA_BYTES
+    path: SamplerPath
 
     @property
     def bytes_per_element(self) -> int:
-        return self.logits_dtype_bytes + self.extra_bytes_per_element
+        return self.logits_dtype_bytes + EXTRA_BYTES_BY_PATH[self.path]
 
     @property
     def peak_bytes(self) -> int:
@@ -50,8 +60,21 @@ class SamplerProfile:
 
 
 def sampler_profile(max_num_batched_tokens: int, max_num_seqs: int, vocab_size: int, logits_dtype_bytes: int,
-                    *, sorts_vocab: bool, v2_runner: bool) -> SamplerProfile:
-    """The dummy sampler of a release: sorting (< 0.17), in place (>= 0.17) or the V2 runner's greedy one."""
-    rows = min(max_num_batched_tokens, max_num_seqs)
-    extra = GREEDY_EXTRA_BYTES if v2_runner else SORT_EXTRA_BYTES if sorts_vocab else IN_PLACE_EXTRA_BYTES
-    return SamplerProfile(rows, vocab_size, logits_dtype_bytes, extra)
+                    path: SamplerPath) -> SamplerProfile:
+    """The dummy sampler taking `path` (sampler_paths says which a release and install take)."""
+    return SamplerProfile(min(max_num_batched_tokens, max_num_seqs), vocab_size, logits_dtype_bytes, path)
+
+
+def sampler_paths(*, sorts_vocab: bool, flashinfer_by_default: bool, flashinfer_installed: bool | None,
+                  v2_runner: bool) -> tuple[SamplerPath, ...]:
+    """The path(s) the dummy sampler may take, the likelier first: one when the release and the
+    install decide it; ("sort", "flashinfer") where FlashInfer would be used but nobody said
+    whether it is installed (the sort is the larger peak, so the point estimate stays on the
+    side that fits)."""
+    if v2_runner:
+        return ("greedy",)
+    if not sorts_vocab:
+        return ("in_place",)
+    if not flashinfer_by_default or flashinfer_installed is False:
+        return ("sort",)
+    return ("flashinfer",) if flashinfer_installed else ("sort", "flashinfer")

@@ -17,7 +17,7 @@ from hkv.planner.budget.encoder_profile import encoder_outputs_bytes
 from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runner
 from hkv.planner.budget.non_torch import non_torch_bytes
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
-from hkv.planner.budget.sampler_peak import sampler_profile
+from hkv.planner.budget.sampler_peak import SamplerPath, sampler_paths, sampler_profile
 from hkv.planner.vllm_rules import VllmRules
 
 GIB = 2**30
@@ -46,6 +46,7 @@ class ActivationRecord:
     has_state: bool = False  # recurrent layers (the V2 runner takes them from 0.32)
     layers: int = 0  # for hkv's graph estimate where the log printed none
     estimate_gib: float | None = None
+    flashinfer_installed: bool | None = None  # where the record names the install (image, backend)
 
     def rules(self) -> VllmRules:
         return VllmRules.for_version(self.version)
@@ -53,12 +54,16 @@ class ActivationRecord:
     def v2_runner(self) -> bool:
         return uses_v2_runner(self.rules(), moe=self.experts_per_tok > 0, has_state=self.has_state)
 
-    def predicted_bytes(self) -> int:
+    def sampler_paths(self) -> tuple[SamplerPath, ...]:
         rules = self.rules()
+        return sampler_paths(sorts_vocab=rules.sampler_sorts_vocab, flashinfer_by_default=rules.flashinfer_sampler_default,
+                             flashinfer_installed=self.flashinfer_installed, v2_runner=self.v2_runner())
+
+    def predicted_bytes(self, path: SamplerPath | None = None) -> int:
+        """hkv's activation on `path` (default: the likelier one)."""
         shape = ForwardShape(self.hidden, self.intermediate, self.dtype_bytes, self.tp, self.experts_per_tok,
                              self.moe_intermediate)
-        sampler = sampler_profile(self.mnbt, self.mns, self.vocab, self.dtype_bytes,
-                                  sorts_vocab=rules.sampler_sorts_vocab, v2_runner=self.v2_runner())
+        sampler = sampler_profile(self.mnbt, self.mns, self.vocab, self.dtype_bytes, path or self.sampler_paths()[0])
         encoder = encoder_outputs_bytes(self.architectures, self.family, self.mnbt, self.hidden, self.dtype_bytes)
         return activation_peak(shape, self.mnbt, sampler.peak_bytes, encoder).bytes
 
@@ -97,8 +102,9 @@ ACTIVATION_RECORDS = (
     ActivationRecord("r023_llmd_qwen3_06b_h100", "0.11.0", 151936, 1024, 3072, 1, 8192, 1024, 5.56),
     ActivationRecord("r024_llmd_qwen3_32b_tp1_h100", "0.11.0", 151936, 5120, 25600, 1, 8192, 1024, 5.64),
     ActivationRecord("r025_llmd_qwen3_32b_tp2_h100", "0.11.0", 151936, 5120, 25600, 2, 8192, 1024, 5.64),
+    # r026 ran the vllm/vllm-openai:v0.11.0 image (its source names it), which ships FlashInfer
     ActivationRecord("r026_llmd_mistral_small32_h100", "0.11.0", 131072, 5120, 32768, 1, 8192, 1024, 2.12,
-                     family="mistral3", architectures=MM),
+                     family="mistral3", architectures=MM, flashinfer_installed=True),
     ActivationRecord("r031_qwen3_8b_fp8_24g_debug", "0.10.2", 151936, 4096, 12288, 1, 2048, 256, 1.40),
     ActivationRecord("r048_vllm21489_gemma3_4b_b200_bench", "0.10.0", 262208, 2560, 10240, 1, 16384, 1024, 9.96,
                      family="gemma3", architectures=MM),

@@ -16,7 +16,7 @@ from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runn
 from hkv.planner.budget.non_torch import non_torch_bytes
 from hkv.planner.budget.profile import Band, profile_terms
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
-from hkv.planner.budget.sampler_peak import sampler_profile
+from hkv.planner.budget.sampler_peak import SamplerPath, sampler_paths, sampler_profile
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.vllm_rules import VllmRules
 
@@ -24,13 +24,14 @@ GIB = 2**30
 MIB = 2**20
 
 
-@pytest.mark.parametrize(("sorts", "v2", "per_element"), [
-    (True, False, 2 + 4 + 4 + 8 + 20),  # bf16 logits, fp32 copy, sorted, int64 idx, sort scratch = 38
-    (False, False, 2 + 4 + 4 + 4),  # bf16 logits, fp32 copy, probs, exponential noise = 14
-    (False, True, 2 + 4),  # V2's greedy dummy batch: logits and one fp32 copy = 6
+@pytest.mark.parametrize(("path", "per_element"), [
+    ("sort", 2 + 4 + 4 + 8 + 20),  # bf16 logits, fp32 copy, sorted, int64 idx, sort scratch = 38
+    ("flashinfer", 2 + 4 + 4 + 4),  # bf16 logits, fp32 copy, top-k masked copy, probs = 14
+    ("in_place", 2 + 4 + 4 + 4),  # bf16 logits, fp32 copy, probs, exponential noise = 14
+    ("greedy", 2 + 4),  # V2's greedy dummy batch: logits and one fp32 copy = 6
 ])
-def test_sampler_bytes_per_logit(sorts: bool, v2: bool, per_element: int) -> None:
-    profile = sampler_profile(8192, 1024, 1000, 2, sorts_vocab=sorts, v2_runner=v2)
+def test_sampler_bytes_per_logit(path: SamplerPath, per_element: int) -> None:
+    profile = sampler_profile(8192, 1024, 1000, 2, path)
     assert profile.rows == 1024  # min(8192 batched tokens, 1024 sequences)
     assert profile.bytes_per_element == per_element
     assert profile.peak_bytes == 1024 * 1000 * per_element  # e.g. 38,912,000 when sorting
@@ -38,7 +39,23 @@ def test_sampler_bytes_per_logit(sorts: bool, v2: bool, per_element: int) -> Non
 
 def test_sampler_rows_are_capped_by_batched_tokens() -> None:
     # 64 batched tokens make at most 64 dummy requests: 64 x 500 x 14 = 448,000 bytes
-    assert sampler_profile(64, 256, 500, 2, sorts_vocab=False, v2_runner=False).peak_bytes == 448_000
+    assert sampler_profile(64, 256, 500, 2, "in_place").peak_bytes == 448_000
+
+
+@pytest.mark.parametrize(("version", "installed", "v2", "paths"), [
+    ("0.10.2", None, False, ("sort", "flashinfer")),  # pip or image? both stay possible
+    ("0.11.0", True, False, ("flashinfer",)),  # the vllm-openai image: FlashInfer's sampler
+    ("0.11.0", False, False, ("sort",)),
+    ("0.11.1", True, False, ("sort",)),  # 0.11.1 made FlashInfer's sampler opt-in
+    ("0.16.0", None, False, ("sort",)),
+    ("0.17.0", None, False, ("in_place",)),
+    ("0.32.0", True, True, ("greedy",)),
+])
+def test_sampler_paths_by_release_and_install(version: str, installed: bool | None, v2: bool,
+                                              paths: tuple[SamplerPath, ...]) -> None:
+    rules = VllmRules.for_version(version)
+    assert sampler_paths(sorts_vocab=rules.sampler_sorts_vocab, flashinfer_by_default=rules.flashinfer_sampler_default,
+                         flashinfer_installed=installed, v2_runner=v2) == paths
 
 
 def test_dense_forward_live_set() -> None:

@@ -13,7 +13,7 @@ from profile_records import (ACTIVATION_RECORDS, ESTIMATE_RECORDS, GIB, NON_TORC
 
 from hkv.planner.budget.budget_term import BudgetTerm
 from hkv.planner.budget.model_runner import graph_estimate_applies
-from hkv.planner.budget.profile import (ACTIVATION_BAND, CUDAGRAPH_BAND, NON_TORCH_BAND, SORTING_ACTIVATION_BAND)
+from hkv.planner.budget.profile import ACTIVATION_BAND_BY_PATH, CUDAGRAPH_BAND, NON_TORCH_BAND
 
 OUTSIDE = {
     # GLM-5.2's DeepSeek sparse attention: the indexer's scores and MLA workspaces, not modelled
@@ -22,10 +22,11 @@ OUTSIDE = {
 
 
 def _activation_band(record: ActivationRecord) -> tuple[int, int]:
+    """The union of the bands of every sampler path the record's release and install leave open."""
     rules = record.rules()
-    band = SORTING_ACTIVATION_BAND if rules.sampler_sorts_vocab else ACTIVATION_BAND
-    term = band.term("activation", record.predicted_bytes(), "")
-    low, high = term.low_bytes, term.high_bytes
+    terms = [ACTIVATION_BAND_BY_PATH[path].term("activation", record.predicted_bytes(path), "")
+             for path in record.sampler_paths()]
+    low, high = min(t.low_bytes for t in terms), max(t.high_bytes for t in terms)
     includes_estimate = (rules.profile_consumed_accounting and record.estimate_gib is None
                          and graph_estimate_applies(rules, v2_runner=record.v2_runner(), enforce_eager=False))
     if includes_estimate:  # the printed activation holds the graph estimate, which the log did not print
@@ -78,16 +79,29 @@ def test_ninety_percent_inside_each_band() -> None:
         assert sum(inside) >= 0.9 * len(inside), term
 
 
-# Two llm-d rows sit between the sorting sampler (38 B per logit) and FlashInfer's (14 B, which
-# 0.10-0.12 pick where it is installed): unexplained, and why their activation band reaches -60 %.
-SORTING_EXCEPTIONS = {"r019_llmd_gptoss120b_h100": "3.42 GiB; 14 B: 2.73, 38 B: 7.33",
-                      "r026_llmd_mistral_small32_h100": "2.12 GiB; 14 B: 1.91, 38 B: 4.91"}
+# gpt-oss-120b's figure is derived (requested - weights - non-torch - available; the printed
+# 7.38 GiB was copied from the 20b row) and sits between the two paths: unexplained.
+SORTING_EXCEPTIONS = {"r019_llmd_gptoss120b_h100": "3.42 GiB; 14 B: 2.73, 38 B: 7.33"}
 
 
-def test_sorting_sampler_explains_the_011_peaks() -> None:
-    """Up to 0.16 the peak is the sampler sorting max_num_seqs x vocab: within 3.5 % of every
-    logged peak whatever the model size (0.6B to 70B), except the two SORTING_EXCEPTIONS."""
+def test_sorting_sampler_explains_the_pip_install_peaks() -> None:
+    """Up to 0.16 without FlashInfer's sampler the peak is the sort of max_num_seqs x vocab: within
+    3.5 % of every logged peak whatever the model size (0.6B to 70B), except SORTING_EXCEPTIONS."""
+    checked = 0
     for record in ACTIVATION_RECORDS:
-        if record.rules().sampler_sorts_vocab and record.record_id not in SORTING_EXCEPTIONS:
+        if record.sampler_paths()[0] == "sort" and record.record_id not in SORTING_EXCEPTIONS:
             logged = record.comparable_logged_bytes()
             assert abs(record.predicted_bytes() - logged) <= 0.035 * logged, record.record_id
+            checked += 1
+    assert checked >= 10
+
+
+def test_flashinfer_sampler_explains_the_image_peak() -> None:
+    """Mistral-Small-3.2 on the vllm-openai 0.11.0 image printed 2.12 GiB: FlashInfer's 14 B per
+    logit make 1,024 x 131,072 x 14 B = 1.75 GiB of sampler (with the kept hidden states and the
+    dummy images' cached outputs, 1.91 GiB); the sort would make 4.91 GiB."""
+    (record,) = [r for r in ACTIVATION_RECORDS if r.record_id == "r026_llmd_mistral_small32_h100"]
+    assert record.sampler_paths() == ("flashinfer",)
+    logged = record.comparable_logged_bytes()
+    assert abs(record.predicted_bytes() - logged) <= 0.12 * logged
+    assert record.predicted_bytes("sort") > 2 * logged  # the sort cannot explain it
