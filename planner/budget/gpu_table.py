@@ -52,6 +52,11 @@ class Gpu:
     def is_a100(self) -> bool:
         return self.name.startswith("a100")
 
+    @property
+    def dense_bf16_tflops(self) -> float | None:
+        """Dense BF16 tensor throughput (spec sheet); None where the table has no figure."""
+        return _DENSE_BF16_TFLOPS.get(self.name)
+
 
 def _gib(value: float) -> int:
     return int(value * GIB)
@@ -92,6 +97,20 @@ GPUS: tuple[Gpu, ...] = (
     Gpu("mi325x", "AMD Instinct MI325X 256GB", None, 256 * GIB, 6000, verified=False),
     Gpu("mi355x", "AMD Instinct MI355X 288GB", None, 309_220_868_096, 8000),
 )
+# Dense BF16 tensor TFLOPS: spec-sheet figures (vendor datasheets print "with sparsity" figures
+# for NVIDIA; dense is half of those), peaks that real kernels do not reach. Used only by the
+# simulator's roofline step-time estimate. NVIDIA datasheets: H100 (SXM 1,979 / PCIe 1,513 / NVL
+# 1,671 with sparsity), H200 (1,979 with sparsity), HGX B200 (36 PFLOPS per 8 GPUs with
+# sparsity), GB200 NVL72 (360 PFLOPS per 72 GPUs with sparsity), A100 (312 dense), L40S (362
+# dense), L4 (242 with sparsity), A10 (125 dense), A40 (149.7 dense), RTX A6000 (309.7 with
+# sparsity). AMD spec pages: MI300X and MI325X 1,307.4, MI355X 2.5 PFLOPS dense. None for the
+# GeForce cards (half-rate FP32 accumulation), the T4 (no BF16), the A10G, GB10 and the RTX PRO
+# Blackwell cards (no dense BF16 figure published).
+_DENSE_BF16_TFLOPS = {
+    "h100": 989.0, "h100-pcie": 756.0, "h100-nvl": 835.0, "h200": 989.0, "b200": 2250.0, "gb200": 2500.0,
+    "a100-40gb": 312.0, "a100-80gb": 312.0, "l40s": 362.0, "l4": 121.0, "a10": 125.0, "a40": 149.7,
+    "rtx-a6000": 154.8, "mi300x": 1307.4, "mi325x": 1307.4, "mi355x": 2500.0,
+}
 _BY_NAME = {gpu.name: gpu for gpu in GPUS}
 _ALIASES = {"h100-sxm": "h100", "h200-sxm": "h200", "a100": "a100-80gb", "a100-40g": "a100-40gb",
             "a100-80g": "a100-80gb", "4090": "rtx4090", "5090": "rtx5090", "3090": "rtx3090",

@@ -40,6 +40,7 @@ class BlockPool:
         self.block_group: list[int | None] = [None] * num_blocks
         self.num_in_use_by_group = [0] * num_groups
         self.num_evictions = 0
+        self.num_evictions_by_group = [0] * num_groups  # the same evictions, by the group that cached the block
         self.num_replaced = 0  # cached-free duplicates dropped in favour of an in-use copy
         # The prefix-cache map keyed by (block hash, group id): one dict per group id.
         self._cached: list[dict[bytes, int]] = [{} for _ in range(num_groups)]
@@ -93,6 +94,7 @@ class BlockPool:
         block_hash, ref_cnt, block_group = self.block_hash, self.ref_cnt, self.block_group
         if num_blocks > num_uncached:  # the rest may be cached: evict them
             keep_duplicates = self.keep_duplicates
+            evicted_by_group = self.num_evictions_by_group
             num_evicted = 0
             for block_id in block_ids[num_uncached:]:
                 old_hash = block_hash[block_id]
@@ -101,6 +103,7 @@ class BlockPool:
                         self._drop_entry(block_id, old_hash, block_group[block_id])  # type: ignore[arg-type]
                     else:
                         del self._cached[block_group[block_id]][old_hash]  # type: ignore[index]
+                    evicted_by_group[block_group[block_id]] += 1  # type: ignore[index]
                     block_hash[block_id] = None
                     num_evicted += 1
             self.num_evictions += num_evicted
