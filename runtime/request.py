@@ -25,7 +25,7 @@ class Request:
 
     __slots__ = (
         "request_id", "token_ids", "num_prompt_tokens", "max_output_len", "cache_salt",
-        "num_computed_tokens", "block_hashes", "status", "num_preemptions",
+        "num_computed_tokens", "block_hashes", "status", "num_preemptions", "steady_decode_until",
     )
 
     def __init__(
@@ -48,6 +48,10 @@ class Request:
         self.block_hashes: list[bytes] = []
         self.status = RequestStatus.WAITING
         self.num_preemptions = 0
+        # Written by the KV cache manager: while num_computed_tokens is below it, a one-token
+        # step of this request needs nothing new from the cache (KVCacheManager.is_steady(r, 1));
+        # 0 when it holds no blocks or a state copy waits. The scheduler's per-step check.
+        self.steady_decode_until = 0
 
     @property
     def num_tokens(self) -> int:

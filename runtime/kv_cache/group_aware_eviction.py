@@ -188,7 +188,7 @@ class GroupAwareEviction(Eviction):
                 pool.warm((block_id,))
         for managers in self._managers_of_pool:
             if managers:
-                managers[0].pool.release_blocks(self._tail_first(rb.block_ids, managers))
+                managers[0].pool.release_blocks(self._tail_first(rb.block_ids, managers, rb.num_skipped_blocks))
         self._unprotect(rb)
 
     def _unprotect(self, rb: RequestBlocks) -> None:
@@ -200,14 +200,27 @@ class GroupAwareEviction(Eviction):
                 m.pool.unprotect([b for b in owner if protected_by[b] is owner])
 
     @staticmethod
-    def _tail_first(block_ids: Sequence[Sequence[int]], managers: list[KindManager]) -> list[int]:
+    def _tail_first(block_ids: Sequence[Sequence[int]], managers: list[KindManager],
+                    num_skipped: Sequence[int] | None = None) -> list[int]:
         """The blocks of these groups' tables (`block_ids[group id]`: a request's, or a hit) by
-        descending end position (ties: later group first); null entries included."""
+        descending end position (ties: later group first); null entries may be included.
+        `num_skipped[group id]`, when given, says that many leading entries are null: they are
+        left out (a request's out-of-window positions: most of a long prompt's table)."""
         tables = [block_ids[m.group_id] for m in reversed(managers)]
         if len({m.block_size for m in managers}) == 1:
-            length = max(len(t) for t in tables)
-            columns = [[NULL_BLOCK_ID] * (length - len(t)) + list(t[::-1]) for t in tables]
-            return list(chain.from_iterable(zip(*columns, strict=True)))
+            starts = [0] * len(tables) if num_skipped is None else [num_skipped[m.group_id] for m in reversed(managers)]
+            result: list[int] = []
+            stop = max(len(t) for t in tables)
+            # Position ranges [start, stop) between the distinct skip frontiers, from the top:
+            # in each, the tables not skipped there, interleaved position by position.
+            for start in sorted({0, *starts}, reverse=True):
+                if start >= stop:
+                    continue
+                columns = [[NULL_BLOCK_ID] * (stop - max(len(t), start)) + t[start:stop][::-1]
+                           for t, first in zip(tables, starts, strict=True) if first <= start]
+                result += columns[0] if len(columns) == 1 else chain.from_iterable(zip(*columns, strict=True))
+                stop = start
+            return result
         keyed = [((pos + 1) * m.block_size, -i, block_id)
                  for i, m in enumerate(managers)
                  for pos, block_id in enumerate(block_ids[m.group_id]) if block_id != NULL_BLOCK_ID]

@@ -252,3 +252,4 @@ class KVCacheCoordinator:
                 until_tokens = capacity
         rb.steady_until_computed = until_computed
         rb.steady_until_tokens = until_tokens or 0
+        rb.request.steady_decode_until = rb.steady_decode_until()

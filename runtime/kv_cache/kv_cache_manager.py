@@ -317,6 +317,7 @@ class KVCacheManager:
         rb = self._requests.pop(request.request_id, None)
         if rb is None:
             return
+        request.steady_decode_until = 0
         if self.enable_caching:
             self.hasher.extend(request)
             num_computed = request.num_computed_tokens
@@ -348,6 +349,7 @@ class KVCacheManager:
             return ()
         copies = tuple(rb.state_copies)
         rb.state_copies.clear()
+        request.steady_decode_until = rb.steady_decode_until()
         return copies
 
     # ---- accounting ----------------------------------------------------------------------------

@@ -56,6 +56,16 @@ class RequestBlocks:
         return ((until_computed is None or num_computed < until_computed)
                 and num_tokens <= self.steady_until_tokens and not self.state_copies)
 
+    def steady_decode_until(self) -> int:
+        """The computed-token count below which a one-token step is steady (`is_steady(n,
+        n + 1)` for every smaller n); 0 while a state copy waits."""
+        if self.state_copies:
+            return 0
+        until_computed = self.steady_until_computed
+        if until_computed is None:
+            return self.steady_until_tokens
+        return min(until_computed, self.steady_until_tokens)
+
     def check_integrity(self, num_groups: int) -> list[tuple[int, int]]:
         """Check the table invariants; return the (block id, group id) reference of every
         non-null block the request holds. Raises AssertionError."""

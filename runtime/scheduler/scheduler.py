@@ -97,7 +97,7 @@ class Scheduler:
         preempted: list[str] = []
         running = self.running
         chunked = self._state_block_size is not None
-        entry, is_steady = self._entry, self.kv.is_steady
+        entry = self._entry
         num_sent, empty_block_ids = self._num_sent, self._empty_block_ids
         max_chunk = self.kv.in_flight_tokens  # the Layout's T: tokens a request may have in flight
         i = 0
@@ -106,8 +106,9 @@ class Scheduler:
             computed = request.num_computed_tokens
             token_ids = request.token_ids
             num_new = len(token_ids) - computed
-            if num_new == 1 and request.request_id in num_sent and is_steady(request, 1):
-                # A decode step that needs nothing new (see KVCacheManager.is_steady):
+            if num_new == 1 and computed < request.steady_decode_until and request.request_id in num_sent:
+                # A decode step that needs nothing new (KVCacheManager.is_steady(request, 1), kept
+                # on the request as Request.steady_decode_until):
                 # allocate_slots would return no_new_blocks and change nothing; its entry
                 # carries no blocks.
                 entries.append(_new_entry((request.request_id, (token_ids[computed],), range(computed, computed + 1),
