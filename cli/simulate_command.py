@@ -1,37 +1,87 @@
-"""`hkv simulate MODEL (--workload SPEC | --trace FILE)`: plan, then replay through the runtime."""
+"""`hkv simulate MODEL (--workload SPEC | --trace FILE)`: plan, then replay through the runtime.
+
+With several layouts (`--layout all`) each layout replays the workload in turn. A layout that
+cannot hold a request (the runtime's OutOfBlocksError or RequestTooLongError) or that the
+planner leaves without a block becomes a failure row naming the layout and why; the others'
+results are still shown. Exit codes: 0 when at least one layout finished (failures are in the
+output and on stderr), 1 when none did (one line naming each layout's reason), 130 after Ctrl-C
+(one line, then the partial report of every layout run so far).
+"""
 
 from __future__ import annotations
 
-import sys
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
+from enum import Enum
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
 from hkv.cli.choices import ALL_LAYOUTS, SimulateLayout
-from hkv.cli.errors import CheckFailedError, UserError, handles_errors
-from hkv.cli.output import OutputFormat, note, stderr_console, stdout_console, write_json
+from hkv.cli.errors import CheckFailedError, UserError, handles_errors, user_message
+from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, DraftLayersOpt, DtypeOpt, EagerOpt, FlashInferOpt, GpuMemoryOpt, GpuOpt,
-    KvDtypeOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt,
-    QuantOpt, SpecTokensOpt, SsmDtypeOpt, TextOnlyOpt, TpOpt, UtilOpt, VllmLogOpt, VllmVersionOpt, WeightsOpt,
+    AvailableOpt,
+    AvgLenOpt,
+    BlockSizeOpt,
+    ChunkOpt,
+    DraftLayersOpt,
+    DtypeOpt,
+    EagerOpt,
+    FlashInferOpt,
+    GpuMemoryOpt,
+    GpuOpt,
+    KvDtypeOpt,
+    MaxLenOpt,
+    MaxSeqsOpt,
+    MnbtOpt,
+    NoPrefixOpt,
+    OutputLenOpt,
+    PlanOptions,
+    PpOpt,
+    PrefixOpt,
+    QuantOpt,
+    SpecTokensOpt,
+    SsmDtypeOpt,
+    TextOnlyOpt,
+    TpOpt,
+    UtilOpt,
+    VllmLogOpt,
+    VllmVersionOpt,
+    WeightsOpt,
     assumed_note,
 )
+from hkv.cli.render_simulation_failures import LayoutFailure
+from hkv.cli.simulation_progress import simulation_progress
+from hkv.cli.trace_notes import too_long_note, trace_notes
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.block_fit import check_pools_hold_a_block
 from hkv.planner.budget.memory_budget import does_not_fit_error
+from hkv.planner.errors import DoesNotFitError
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import LAYOUT_NAMES
 from hkv.planner.vllm_layout import layout_prefix_caching
+from hkv.runtime.errors import OutOfBlocksError, RequestTooLongError
 from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
+from hkv.runtime.simulation.traces.mooncake_reader import MOONCAKE_BLOCK_SIZE
+from hkv.runtime.simulation.traces.trace_format import TRACE_FORMAT_NAMES
+from rich.table import Table
 
 ModelArg = Annotated[str, typer.Argument(help="catalog name, HF id, model directory or config.json")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
 WorkloadOpt = Annotated[str | None, typer.Option(
     "--workload", help="synthetic workload, e.g. shared-prefix:n=1000,prefix=2048,prompt=256,output=128")]
-TraceOpt = Annotated[str | None, typer.Option("--trace", help="JSONL trace file")]
+TraceOpt = Annotated[str | None, typer.Option(
+    "--trace", help="trace file: Mooncake JSONL, Azure LLM inference CSV, BurstGPT CSV or hkv JSONL "
+                    "(told by content)")]
+TraceFormatChoice = Enum("TraceFormatChoice", {n: n for n in TRACE_FORMAT_NAMES}, type=str)  # type: ignore[misc]
+TraceFormatOpt = Annotated[TraceFormatChoice | None, typer.Option(  # type: ignore[valid-type]
+    "--trace-format", help="the trace's format, when its content does not tell [default: by content]")]
+TraceLimitOpt = Annotated[int | None, typer.Option(
+    "--trace-limit", help="replay the first N requests of the trace (of the window, with --trace-window)")]
+TraceWindowOpt = Annotated[str | None, typer.Option(
+    "--trace-window", help="replay the requests arriving START:END seconds after the trace's first "
+                           "(either side may be empty: 600:, :3600); they arrive START earlier")]
+TraceBlockOpt = Annotated[int, typer.Option(
+    "--trace-block-size", help="tokens per Mooncake hash id", min=1)]
 SimLayoutOpt = Annotated[SimulateLayout, typer.Option(  # type: ignore[valid-type]
     "--layout", help="layout to simulate, or all")]
 ProbeOpt = Annotated[bool, typer.Option(
@@ -46,6 +96,8 @@ EvictionOpt = Annotated[EvictionPolicy, typer.Option("--eviction", help="evictio
 @handles_errors
 def simulate_command(
     model: ModelArg, workload: WorkloadOpt = None, trace: TraceOpt = None,
+    trace_format: TraceFormatOpt = None, trace_limit: TraceLimitOpt = None,  # type: ignore[valid-type]
+    trace_window: TraceWindowOpt = None, trace_block_size: TraceBlockOpt = MOONCAKE_BLOCK_SIZE,
     layout: SimLayoutOpt = SimulateLayout("hkv"),  # type: ignore[assignment]
     probe_capacity_flag: ProbeOpt = False, sweep_split: SweepOpt = False,
     eviction: EvictionOpt = EvictionPolicy.GROUP_AWARE,
@@ -67,19 +119,23 @@ def simulate_command(
 
     A model whose weights do not fit the GPU, or a KV budget that holds no block, is an error.
 
+    Requests longer than --max-model-len allows are skipped and counted, as vLLM rejects them. With
+    --layout all, a layout that cannot hold a request is a row saying so; exit 0 when at least
+    one layout finished, 1 when none did.
+
     Examples: hkv simulate gemma-3-27b --gpu h100 --workload shared-prefix:n=2000,prefix=2048,prompt=256,output=64
-    --layout all ; hkv simulate gpt-oss-120b --gpu h100 --probe-capacity --layout all
+    --layout all ; hkv simulate qwen3-next-80b-a3b --gpu h100 --tp 4 --trace mooncake_conversation_trace.jsonl
+    --trace-limit 500 --layout all ; hkv simulate gpt-oss-120b --gpu h100 --probe-capacity --layout all
     """
     # The runtime is imported here, not at module level, so `hkv plan` starts without it.
     from hkv.runtime.scheduler.scheduler import SchedulerConfig
     from hkv.runtime.simulation.simulator import SimulationConfig
-    from hkv.runtime.simulation.trace_file import read_trace
-    from hkv.runtime.simulation.workload_gen import generate_workload
-    from hkv.runtime.simulation.workload_spec import parse_workload
 
     options = PlanOptions.from_args(locals(), layout=None)
     if not probe_capacity_flag and (workload is None) == (trace is None):
         raise UserError("give exactly one of --workload SPEC or --trace FILE (or --probe-capacity)")
+    if trace is None and (trace_format, trace_limit, trace_window) != (None, None, None):
+        raise UserError("--trace-format, --trace-limit and --trace-window apply to --trace FILE only")
     cfg = options.plan_config()
     spec = load_model_spec(model)
     the_plan = plan(spec, cfg)
@@ -87,41 +143,114 @@ def simulate_command(
         raise does_not_fit_error(spec, the_plan.budget)
     names = [n for n in (LAYOUT_NAMES if layout.value == ALL_LAYOUTS else [layout.value])
              if n in the_plan.reports]
-    for name in names:
-        check_pools_hold_a_block(the_plan.reports[name].layout, the_plan.budget.available_bytes)
     assumed = options.assumed(the_plan.budget)
     if probe_capacity_flag:
+        for name in names:
+            check_pools_hold_a_block(the_plan.reports[name].layout, the_plan.budget.available_bytes)
         _probe(the_plan, names, output_format, assumed)
         return
-    requests = read_trace(trace) if trace else generate_workload(parse_workload(workload or ""))
-    too_long = [r for r in requests if r.prompt_len + 1 > the_plan.primary.layout.max_model_len]
-    if too_long:
-        raise UserError(f"{len(too_long)} request(s) exceed --max-model-len "
-                        f"{the_plan.primary.layout.max_model_len:,} (first: {too_long[0].request_id}, "
-                        f"{too_long[0].prompt_len:,} prompt tokens); raise --max-model-len")
+    max_model_len = the_plan.primary.layout.max_model_len
+    requests, trace_summary, too_long = _workload(workload, trace, max_model_len, TraceArgs(
+        None if trace_format is None else trace_format.value, trace_limit, trace_window, trace_block_size))
     sim_cfg = SimulationConfig(
         scheduler=SchedulerConfig(the_plan.budget.max_num_batched_tokens, the_plan.budget.max_num_seqs),
         cache=CacheConfig(enable_caching=cfg.enable_prefix_caching is not False, eviction_policy=eviction))
     if sweep_split:
         _sweep(spec, cfg, requests, sim_cfg, output_format, assumed)
         return
-    reports = []
-    for name in names:
-        caching = replace(sim_cfg.cache, enable_caching=layout_prefix_caching(name, spec, cfg))
-        reports.append(_run_one(the_plan.reports[name].layout, requests, replace(sim_cfg, cache=caching),
-                                output_format))
-        if reports[-1].interrupted:
-            break
+    reports, failures, interrupted = _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg)
+    if not reports and not interrupted:
+        raise UserError(_none_finished(failures))
+    if trace_summary is not None:
+        too_long = trace_summary.too_long
+    for line in trace_notes(trace_summary) if trace_summary is not None else [too_long_note(too_long)]:
+        if line:
+            note(line)
+    for f in failures:
+        note(f"layout {f.layout} could not replay the workload: {f.reason}")
+    if interrupted:
+        note(f"interrupted: partial results of the {len(reports)} layout(s) run so far")
     if output_format is OutputFormat.json:
         write_json({"schema_version": 1, "model": spec.name, "assumed": assumed,
-                    "reports": [asdict(r) for r in reports]})
+                    "reports": [asdict(r) for r in reports], "failed": [asdict(f) for f in failures],
+                    "interrupted": interrupted,
+                    "trace": None if trace_summary is None else asdict(trace_summary),
+                    "skipped_too_long": None if too_long is None else asdict(too_long)})
     else:
         from hkv.cli.render_simulation import render_simulation
+        from hkv.cli.render_simulation_failures import render_simulation_failures
 
         _note_assumed(assumed)
-        render_simulation(reports, stdout_console())
-    if any(r.interrupted for r in reports):
+        console = stdout_console()
+        if reports:
+            render_simulation(reports, console)
+        render_simulation_failures(failures, console)
+    if interrupted:
         raise typer.Exit(130)
+
+
+@dataclass(frozen=True)
+class TraceArgs:
+    """The --trace-* options, as given."""
+
+    format: str | None
+    limit: int | None
+    window: str | None
+    block_size: int
+
+
+def _workload(workload, trace, max_model_len, trace_args: TraceArgs):
+    """(requests, the trace's summary or None, the too-long skips of a synthetic workload or None).
+    A trace streams from its file (TraceSource); requests too long are skipped, and counted."""
+    from hkv.runtime.simulation.traces.too_long import drop_too_long
+    from hkv.runtime.simulation.traces.trace_options import TraceOptions
+    from hkv.runtime.simulation.traces.trace_source import TraceSource
+    from hkv.runtime.simulation.traces.trace_window import TraceWindow
+    from hkv.runtime.simulation.workload_gen import generate_workload
+    from hkv.runtime.simulation.workload_spec import parse_workload
+
+    if trace is not None:
+        window = TraceWindow.parse(trace_args.window, trace_args.limit)
+        source = TraceSource(trace, TraceOptions(trace_args.format, trace_args.block_size, window, max_model_len))
+        return source, source.summary, None
+    requests, too_long = drop_too_long(generate_workload(parse_workload(workload or "")), max_model_len)
+    if not requests:
+        raise UserError(f"all {too_long.num_skipped:,} request(s) exceed --max-model-len {max_model_len:,} "
+                        f"(first: {too_long.first_request_id}, {too_long.first_prompt_len:,} prompt tokens); "
+                        f"raise --max-model-len")
+    return requests, None, too_long
+
+
+def _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg):
+    """Each layout replays the workload in turn: (reports, failures, interrupted). Ctrl-C stops
+    the run and keeps the reports of every layout run so far (the last one's partial)."""
+    reports, failures = [], []
+    try:
+        for name in names:
+            layout = the_plan.reports[name].layout
+            try:
+                check_pools_hold_a_block(layout, the_plan.budget.available_bytes)
+            except DoesNotFitError as err:
+                failures.append(LayoutFailure(name, user_message(err), 0))
+                continue
+            caching = replace(sim_cfg.cache, enable_caching=layout_prefix_caching(name, spec, cfg))
+            outcome = _run_one(layout, requests, replace(sim_cfg, cache=caching))
+            if isinstance(outcome, LayoutFailure):
+                failures.append(outcome)
+                continue
+            reports.append(outcome)
+            if outcome.interrupted:
+                return reports, failures, True
+    except KeyboardInterrupt:  # between two layouts' runs (Simulator.run catches its own)
+        return reports, failures, True
+    return reports, failures, False
+
+
+def _none_finished(failures: list[LayoutFailure]) -> str:
+    """The one line when no layout could replay the workload."""
+    if len(failures) == 1:
+        return f"{failures[0].layout} layout: {failures[0].reason}"
+    return "no layout could replay the workload: " + "; ".join(f"{f.layout}: {f.reason}" for f in failures)
 
 
 def _note_assumed(assumed) -> None:
@@ -131,17 +260,18 @@ def _note_assumed(assumed) -> None:
         note(line)
 
 
-def _run_one(layout, requests, sim_cfg, output_format):
+def _run_one(layout, requests, sim_cfg):
+    """The layout's report (interrupted=True after Ctrl-C), or a LayoutFailure when it cannot hold
+    a request; progress on stderr meanwhile."""
     from hkv.runtime.simulation.simulator import Simulator
 
     sim = Simulator(layout, requests, sim_cfg)
-    show = output_format is OutputFormat.human and sys.stderr.isatty()
-    if not show:
-        return sim.run()
-    with Progress(TextColumn(f"{layout.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=stderr_console(), transient=True) as bar:
-        task = bar.add_task("simulate", total=len(requests))
-        return sim.run(lambda done, total: bar.update(task, completed=done))
+    total = len(requests) if hasattr(requests, "__len__") else None
+    try:
+        with simulation_progress(layout.name, lambda: sim.now_s, total) as progress:
+            return sim.run(progress)
+    except (OutOfBlocksError, RequestTooLongError) as err:
+        return LayoutFailure(layout.name, user_message(err), sim.report().num_finished)
 
 
 def _probe(the_plan, names, output_format, assumed) -> None:

@@ -3,9 +3,8 @@
 import json
 
 import pytest
-from typer.testing import CliRunner
-
 from hkv.cli.main import app
+from typer.testing import CliRunner
 
 runner = CliRunner()
 BASE = ["simulate", "gemma-3-27b", "--available-kv-memory", "2GiB", "--max-model-len", "4096"]
@@ -95,7 +94,7 @@ def test_bad_input_is_one_line_and_its_exit_code(traces, args, code, fragment, f
 
 
 def test_probe_mismatch_exits_3(monkeypatch):
-    import hkv.runtime.kv_cache.capacity_probe as capacity_probe
+    from hkv.runtime.kv_cache import capacity_probe
 
     real = capacity_probe.probe_capacity
     monkeypatch.setattr(capacity_probe, "probe_capacity", lambda layout, seq_len: real(layout, seq_len) + 1)
@@ -132,7 +131,7 @@ def test_probe_reports_sustained_predicted_and_measured():
 
 
 def test_probe_sustained_mismatch_exits_3(monkeypatch):
-    import hkv.runtime.simulation.sustained_probe as sustained_probe
+    from hkv.runtime.simulation import sustained_probe
 
     real = sustained_probe.measure_sustained
 
@@ -158,3 +157,131 @@ def test_the_vllm_layout_simulates_the_releases_prefix_caching_default():
     assert hits("--vllm-version", "0.24.0") == 0
     assert hits("--vllm-version", "0.24.0", "--enable-prefix-caching") > 0
     assert hits() > 0
+
+
+# --- traces in the public formats, robust runs, progress ------------------------------------------
+
+from pathlib import Path
+
+from hkv.cli.simulation_progress import PlainProgress, ProgressConfig
+
+TRACES = Path(__file__).parents[1] / "data" / "traces"
+
+
+@pytest.mark.parametrize("name, fmt, limit", [("mooncake_conversation_excerpt.jsonl", "mooncake", 6),
+                                              ("azure2023_conv_excerpt.csv", "azure", 8),
+                                              ("burstgpt_handwritten.csv", "burstgpt", None)])
+def test_public_trace_formats_replay(name, fmt, limit):
+    args = BASE[:2] + ["--max-model-len", "16384", "--trace", str(TRACES / name), "--format", "json"]
+    result = runner.invoke(app, args + ([] if limit is None else ["--trace-limit", str(limit)]))
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    expected = limit or 4  # BurstGPT: 5 rows, one failed (0 Response tokens)
+    assert doc["trace"]["format"] == fmt and doc["trace"]["num_requests"] == expected
+    assert doc["reports"][0]["num_finished"] == expected and doc["failed"] == []
+    assert f"{fmt} format, {expected} requests replayed" in result.stderr
+
+
+def test_too_long_requests_are_skipped_and_counted():
+    # Excerpt lines 1-10 (6,758 ... 17,450 prompt tokens); at 8,192, lines 1 to 6 fit (6,758, 7,322, 7,236,
+    # 2,290, 6,760, 4,834), 7 to 10 (23,141, 26,888, 10,498, 17,450) do not.
+    result = runner.invoke(app, BASE[:2] + ["--max-model-len", "8192", "--trace",
+                                            str(TRACES / "mooncake_conversation_excerpt.jsonl"),
+                                            "--trace-window", ":2", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["reports"][0]["num_finished"] == 6
+    assert doc["skipped_too_long"] == {"max_model_len": 8192, "num_skipped": 4, "first_request_id": "line-7",
+                                       "first_prompt_len": 23141}
+    assert ("skipped 4 request(s) longer than --max-model-len 8,192 allows (first: line-7, 23,141 prompt "
+            "tokens), as vLLM rejects them; raise --max-model-len") in result.stderr
+
+
+# gemma-3-27b at 2 GiB and 4,096 tokens: the vllm layout's pool holds less than one max-length
+# request (the probe's "reserved" count is 0), the others hold one.
+CRAMPED = ["simulate", "gemma-3-27b", "--available-kv-memory", "2GiB", "--max-model-len", "4096",
+           "--workload", "fixed:n=2,prompt=3900,output=8"]
+
+
+@pytest.mark.parametrize("fmt", ["human", "json"])
+def test_layout_all_keeps_every_layout_when_one_cannot_hold_a_request(fmt):
+    result = runner.invoke(app, CRAMPED + ["--layout", "all", "--format", fmt])
+    assert result.exit_code == 0, result.stderr
+    failed_line = next(line for line in result.stderr.splitlines() if "could not replay" in line)
+    assert failed_line.startswith("hkv: layout vllm could not replay the workload: request req-0 (3900 tokens)")
+    if fmt == "json":
+        doc = json.loads(result.stdout)
+        assert [f["layout"] for f in doc["failed"]] == ["vllm"]
+        assert "request req-0" in doc["failed"][0]["reason"] and "does not fit" in doc["failed"][0]["reason"]
+        assert {r["layout"] for r in doc["reports"]} == {"hkv", "vllm-no-hybrid", "partitioned"}
+        assert all(r["num_finished"] == 2 for r in doc["reports"])
+    else:
+        assert "layouts that could not replay the workload" in result.stdout and "vllm-no-hybrid" in result.stdout
+
+
+def test_no_layout_finished_is_one_line_naming_it():
+    result = runner.invoke(app, CRAMPED + ["--layout", "vllm", "--format", "json"])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        ("hkv: error: vllm layout: request req-0 (3900 tokens) does not fit in the KV cache even with no other "
+         "request running")]
+
+
+def test_interrupted_run_prints_one_line_and_the_partial_reports(monkeypatch):
+    from hkv.runtime.simulation import simulator
+
+    real = simulator.Simulator._record
+
+    def interrupt_in_the_second_layout(self, num_batched_tokens):
+        real(self, num_batched_tokens)
+        if self.layout.name == "vllm":
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(simulator.Simulator, "_record", interrupt_in_the_second_layout)
+    result = runner.invoke(app, BASE + ["--workload", "fixed:n=4,prompt=64,output=4", "--layout", "all",
+                                        "--format", "json"])
+    assert result.exit_code == 130
+    assert "hkv: interrupted: partial results of the 2 layout(s) run so far" in result.stderr.splitlines()
+    reports = json.loads(result.stdout)["reports"]
+    assert [(r["layout"], r["interrupted"]) for r in reports] == [("hkv", False), ("vllm", True)]
+    assert reports[1]["num_finished"] < 4
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--trace", "{unknown}"], "hkv: error: --trace {unknown}: cannot tell the format from its first line"),
+    (["--trace", "{unknown}"], "name one with --trace-format"),
+    (["--workload", "fixed:n=1", "--trace-limit", "3"], "apply to --trace FILE only"),
+    (["--trace", "{good}", "--trace-window", "5"], "--trace-window must be START:END in seconds"),
+    (["--trace", "{good}", "--trace-format", "azure"], "line 1: the header lacks column(s) TIMESTAMP"),
+])
+def test_trace_option_errors(traces, tmp_path, args, fragment):
+    unknown = tmp_path / "u.txt"
+    unknown.write_text("a,b,c\n")
+    names = {**traces, "unknown": str(unknown)}
+    result = runner.invoke(app, BASE + [a.format(**names) for a in args])
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment.format(**names) in lines[0]
+
+
+def test_plain_progress_writes_a_line_every_interval():
+    now = [0.0]
+    lines: list[str] = []
+    progress = PlainProgress("hkv", lambda: 12.34, ProgressConfig(interval_s=5.0, clock=lambda: now[0]),
+                             lines.append)
+    for t, done in ((1.0, 1), (5.5, 2), (6.0, 3), (11.0, 4)):
+        now[0] = t
+        progress(done, 10)
+    assert lines == ["hkv: simulating hkv: 2 / 10 requests finished, 12.3 s simulated, 6 s elapsed",
+                     "hkv: simulating hkv: 4 / 10 requests finished, 12.3 s simulated, 11 s elapsed"]
+
+
+def test_progress_lines_reach_stderr_when_it_is_not_a_terminal(monkeypatch):
+    from hkv.cli import simulation_progress
+
+    monkeypatch.setattr(simulation_progress, "ProgressConfig",
+                        lambda: ProgressConfig(interval_s=0.0))  # a line per finished request
+    result = runner.invoke(app, BASE + ["--workload", "fixed:n=3,prompt=64,output=4", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    progress = [line for line in result.stderr.splitlines() if line.startswith("hkv: simulating hkv: ")]
+    assert progress[-1].startswith("hkv: simulating hkv: 3 / 3 requests finished, ")

@@ -23,4 +23,4 @@ def test_each_hot_module_matches_the_build(module_name):
 
 def test_cold_modules_stay_python():
     # The live run and the workload readers are never compiled (torch, rarely hot).
-    assert not is_compiled("simulation.workload_gen") and not is_compiled("simulation.trace_file")
+    assert not is_compiled("simulation.workload_gen") and not is_compiled("simulation.traces.trace_source")
