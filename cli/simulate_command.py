@@ -152,6 +152,11 @@ def simulate_command(
     max_model_len = the_plan.primary.layout.max_model_len
     requests, trace_summary, too_long = _workload(workload, trace, max_model_len, TraceArgs(
         None if trace_format is None else trace_format.value, trace_limit, trace_window, trace_block_size))
+    if trace_summary is not None:  # before the run: what is replayed, and what is skipped
+        too_long = trace_summary.too_long
+    for line in trace_notes(trace_summary) if trace_summary is not None else [too_long_note(too_long)]:
+        if line:
+            note(line)
     sim_cfg = SimulationConfig(
         scheduler=SchedulerConfig(the_plan.budget.max_num_batched_tokens, the_plan.budget.max_num_seqs),
         cache=CacheConfig(enable_caching=cfg.enable_prefix_caching is not False, eviction_policy=eviction))
@@ -161,11 +166,6 @@ def simulate_command(
     reports, failures, interrupted = _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg)
     if not reports and not interrupted:
         raise UserError(_none_finished(failures))
-    if trace_summary is not None:
-        too_long = trace_summary.too_long
-    for line in trace_notes(trace_summary) if trace_summary is not None else [too_long_note(too_long)]:
-        if line:
-            note(line)
     for f in failures:
         note(f"layout {f.layout} could not replay the workload: {f.reason}")
     if interrupted:
