@@ -1,20 +1,34 @@
-"""Simulation speed and eviction quality, measured side by side in one run.
+"""Simulation speed (against a baseline commit, side by side) and eviction quality.
 
-1. Speed: N requests (default 100,000) through the Gemma-3-27B `hkv` layout on an H100 budget.
+1. Speed: requests/s of `Simulator.run` per layout, this tree against the baseline commit
+   (default eab1ba2: the commit before the issue-24 speed work) measured in the same run, each
+   replay in a fresh subprocess, one at a time: (a) the public Mooncake conversation trace
+   (12,031 requests, ~12k-token prompts sharing 512-token blocks, loaded by the benchmark, see
+   simulate_speed/mooncake.py) on every layout of qwen3-next-80b-a3b (TP 4) and gemma-3-27b
+   (TP 2) on an H100, max_num_seqs 256; (b) 100,000 requests of the synthetic shared-prefix
+   workload on Gemma-3-27B's `hkv` layout (target: <= 30 s). Each row also says whether the
+   two builds' outcomes (steps, hits, preemptions, evictions, tokens, peak running) agree.
 2. Eviction, group-aware vs plain LRU (vLLM's policy), prefix-cache hit rates on Gemma-3-27B
    (sliding windows of 1,024 tokens): (a) multi-session round-robin traces with pools too
    small to keep every session (16 sessions in 12 GiB, 24 in 20 GiB); (b) 10,000 requests over
    16 shared system prompts on an H100 budget.
 
-Usage: python benchmarks/bench_simulate.py [--requests 100000] [--skip-speed]
-The speed line names the build: run it from a HKV_COMPILE=1 install (see setup.py) for the
-compiled figure, from the editable install for pure Python.
+Usage: python benchmarks/bench_simulate.py [--trace-limit N] [--requests 100000] [--baseline eab1ba2]
+       [--skip-speed] [--skip-eviction] [--layouts vllm,hkv]
+Run it from the editable install for the pure-Python figures (the default build).
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from simulate_speed.baseline import BaselineTree
+from simulate_speed.workloads import SHARED_PREFIX
 
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.plan import plan
@@ -25,20 +39,52 @@ from hkv.runtime.simulation.simulator import SimulationConfig, Simulator
 from hkv.runtime.simulation.workload_gen import generate_workload
 from hkv.runtime.simulation.workload_spec import parse_workload
 
+REPO = Path(__file__).resolve().parents[1]
+REPLAY = Path(__file__).resolve().parent / "simulate_speed" / "replay.py"
+SPEED_MODELS = (("qwen3-next-80b-a3b", 4), ("gemma-3-27b", 2))
+MAX_NUM_SEQS = 256  # as simulate_speed/replay.py
 
-def speed(num_requests: int) -> None:
-    model = load_model_spec("gemma-3-27b")
-    layout = plan(model, PlanConfig(gpu="h100", max_model_len=8192)).reports["hkv"].layout
-    spec = f"shared-prefix:n={num_requests},prefix=1024,prompt=64-512,output=16-128,prefixes=16,seed=1"
-    start = time.perf_counter()
-    workload = generate_workload(parse_workload(spec))
-    gen_s = time.perf_counter() - start
-    report = Simulator(layout, workload, SimulationConfig(SchedulerConfig(8192, 256))).run()
-    print(f"speed: {num_requests:,} requests ({spec}) through gemma-3-27b/hkv on h100, "
-          f"{report.runtime_build} build: "
-          f"generate {gen_s:.1f} s + simulate {report.wall_s:.1f} s wall; {report.num_steps:,} steps, "
-          f"{report.num_tokens_processed:,} tokens, hit rate {report.prefix_hit_rate:.1%}, "
-          f"{report.num_finished:,} finished")
+
+def run_replay(pythonpath: Path | None, model: str, tp: int, layout: str, workload: str) -> dict[str, object]:
+    """One replay in a fresh interpreter; `pythonpath` makes another tree's hkv the one imported."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath) + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run([sys.executable, str(REPLAY), model, str(tp), layout, workload],
+                          env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def speed_row(baseline: BaselineTree, model: str, tp: int, layout: str, workload: str, label: str) -> None:
+    before = run_replay(baseline.pythonpath, model, tp, layout, workload)
+    after = run_replay(None, model, tp, layout, workload)
+    if "error" in before or "error" in after:
+        print(f"  {model:<20} {layout:<15} {label:<22} failed: {before.get('error') or after.get('error')}", flush=True)
+        return
+    ratio = after["requests_per_s"] / before["requests_per_s"]
+    same = "same outcome" if before["outcome"] == after["outcome"] else "outcome differs"
+    print(f"  {model:<20} {layout:<15} {label:<22} {before['requests_per_s']:8.0f} {after['requests_per_s']:8.0f} "
+          f"{ratio:6.2f}x  {before['wall_s']:7.1f} s -> {after['wall_s']:6.1f} s  {same}", flush=True)
+
+
+def speed(baseline_commit: str, trace_limit: int, num_requests: int, layouts: list[str] | None) -> None:
+    baseline = BaselineTree(REPO, baseline_commit)
+    try:
+        trace = f"mooncake:{trace_limit}"
+        label = f"mooncake {trace_limit or 'all'}"
+        print(f"speed, pure Python, requests/s of Simulator.run: {baseline_commit} | this tree | ratio "
+              f"(H100, max_num_seqs {MAX_NUM_SEQS}, each replay in its own process, one at a time)")
+        for model, tp in SPEED_MODELS:
+            names = plan(load_model_spec(model), PlanConfig(gpu="h100", tp=tp, max_num_seqs=MAX_NUM_SEQS)).reports
+            for layout in names:
+                if layouts is None or layout in layouts:
+                    speed_row(baseline, model, tp, layout, trace, label)
+        speed_row(baseline, "gemma-3-27b", 2, "hkv", SHARED_PREFIX.format(n=num_requests),
+                  f"shared-prefix {num_requests:,}")
+    finally:
+        baseline.close()
 
 
 def compare_policies(title: str, spec: str, cfg: PlanConfig, max_num_seqs: int) -> None:
@@ -68,22 +114,26 @@ def eviction(kv_gib: float, sessions: int, turns: int) -> None:
 
 
 def eviction_shared_prefix(num_requests: int = 10_000) -> None:
-    compare_policies("h100 budget, max_model_len 8192",
-                     f"shared-prefix:n={num_requests},prefix=1024,prompt=64-512,output=16-128,prefixes=16,seed=1",
+    compare_policies("h100 budget, max_model_len 8192", SHARED_PREFIX.format(n=num_requests),
                      PlanConfig(gpu="h100", max_model_len=8192), 256)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=100_000, help="shared-prefix requests of the speed run")
+    parser.add_argument("--trace-limit", type=int, default=0, help="first N Mooncake requests (0: all 12,031)")
+    parser.add_argument("--baseline", default="eab1ba2", help="commit the speed is compared with")
+    parser.add_argument("--layouts", default=None, help="comma-separated layout names (default: all)")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-eviction", action="store_true")
     parser.add_argument("--turns", type=int, default=6)
     args = parser.parse_args()
-    for kv_gib, sessions in ((12.0, 16), (20.0, 24)):
-        eviction(kv_gib, sessions, args.turns)
-    eviction_shared_prefix()
+    if not args.skip_eviction:
+        for kv_gib, sessions in ((12.0, 16), (20.0, 24)):
+            eviction(kv_gib, sessions, args.turns)
+        eviction_shared_prefix()
     if not args.skip_speed:
-        speed(args.requests)
+        speed(args.baseline, args.trace_limit, args.requests, args.layouts.split(",") if args.layouts else None)
 
 
 if __name__ == "__main__":

@@ -96,11 +96,11 @@ class GroupAwareEviction(Eviction):
         protected segment if the request protects its early releases (they are appended to its
         owner list `rb.protected_block_ids[group_id]`), else to the cold segment."""
         if not self.enable_caching:
-            pool.release_blocks(block_ids)
+            pool.release_blocks(block_ids, group_id)
         elif not rb.protects_early_releases:
-            pool.release_to(block_ids, FreeSegment.COLD)
+            pool.release_to(block_ids, FreeSegment.COLD, group_id)
         else:
-            protected = pool.release_to(block_ids, FreeSegment.PROTECTED)
+            protected = pool.release_to(block_ids, FreeSegment.PROTECTED, group_id)
             if protected:
                 owner = rb.protected_block_ids[group_id]
                 setitem = self._protected_by[pool.pool_id].__setitem__

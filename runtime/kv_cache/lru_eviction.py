@@ -26,7 +26,7 @@ class LruEviction(Eviction):
         """Plain LRU keeps no record of hits."""
 
     def release_early(self, rb: RequestBlocks, pool: BlockPool, group_id: int, block_ids: list[int]) -> None:
-        pool.release_blocks(block_ids)
+        pool.release_blocks(block_ids, group_id)
 
     def note_waiting(self, first: Sequence[Request], hit_of: HitOf) -> None:
         """Plain LRU keeps no record of hits and looks none up."""
@@ -38,7 +38,7 @@ class LruEviction(Eviction):
             for m in managers:
                 held = rb.block_ids[m.group_id][rb.num_skipped_blocks[m.group_id]:]
                 held.reverse()
-                m.pool.release_blocks(held)
+                m.pool.release_blocks(held, m.group_id)
             return
         for pool_managers in self._managers_of_pool:
             if not pool_managers:
