@@ -1,9 +1,17 @@
 """Replay a workload through the real KV cache manager and scheduler with a fake model.
 
 The fake model emits each request's planned output tokens, one per decode step. Simulated time
-only orders arrivals: a step lasts `step_base_s + step_per_token_s x batched tokens` (a rough
-GPU cost model; it never affects what fits). A request that depends on another (the next turn of
-a session) arrives when that one has finished, at the earliest.
+orders arrivals and times requests; it never affects what fits. A step lasts the roofline
+estimate of `config.step_cost` when given (metrics/step_cost.py: weights and KV read at the GPU's
+bandwidth, or FLOPs at its throughput, whichever is longer), else the fixed model
+`step_base_s + step_per_token_s x batched tokens` (for layouts built without a GPU). A request
+that depends on another (the next turn of a session) arrives when that one has finished, at the
+earliest.
+
+Besides counts the report carries metrics/'s measures: hits by first admission and
+re-admission (from the scheduler's `is_new` entries), evictions in tokens, per-request queueing
+delay / TTFT proxy / latency percentiles and throughput, and a bounded time series. Their
+per-step cost is O(1) plus a check per scheduled entry.
 
 The workload is any iterable of WorkloadRequests in arrival order (a list, or a trace reader that
 streams a file): it is pulled lazily, one request ahead of simulated time, so memory is bounded by
@@ -25,19 +33,29 @@ from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
 from hkv.runtime.request import Request
 from hkv.runtime.scheduler.scheduler import Scheduler, SchedulerConfig
+from hkv.runtime.scheduler.scheduler_output import ScheduledRequest, SchedulerOutput
+from hkv.runtime.simulation.metrics.admission_hits import AdmissionCounter
+from hkv.runtime.simulation.metrics.evictions import evictions_of
+from hkv.runtime.simulation.metrics.kv_read import KvReadModel
+from hkv.runtime.simulation.metrics.request_timing import RequestTimings
+from hkv.runtime.simulation.metrics.step_cost import StepCost
+from hkv.runtime.simulation.metrics.time_series import DEFAULT_MAX_POINTS, TimeSeriesSampler
 from hkv.runtime.simulation.simulation_report import GroupUsage, SimulationReport
 from hkv.runtime.simulation.workload_request import WorkloadRequest
 
 ProgressFn = Callable[[int, int | None], None]  # (finished requests, total requests if known)
+Live = tuple[Request, Sequence[int], int]  # a request in the scheduler, its planned outputs, its index
 
 
 @dataclass(frozen=True)
 class SimulationConfig:
     scheduler: SchedulerConfig = SchedulerConfig()
     cache: CacheConfig = CacheConfig()
-    step_base_s: float = 0.010
+    step_base_s: float = 0.010  # the fixed step model, used when step_cost is None
     step_per_token_s: float = 20e-6
     check_integrity_every: int = 0  # steps; 0 = never (tests set it)
+    step_cost: StepCost | None = None  # the roofline estimate (a plan and a GPU give it)
+    series_max_points: int = DEFAULT_MAX_POINTS
 
 
 class Simulator:
@@ -69,6 +87,13 @@ class Simulator:
         self._pools = list(self.kv.pools.values())
         self._in_use_counts = [pool.num_in_use_by_group for pool in self._pools]  # live lists
         self._num_usable = sum(pool.num_usable_blocks for pool in self._pools)
+        self._timings = RequestTimings()
+        self._admissions = AdmissionCounter()
+        self._series = TimeSeriesSampler(self.config.series_max_points)
+        step_cost = self.config.step_cost
+        self._kv_read = None if step_cost is None else KvReadModel.from_layout(layout, list(self.kv.pools))
+        self._context_tokens = 0  # computed tokens of the running requests (roofline only)
+        self._compute_bound_steps = 0
 
     def run(self, progress: ProgressFn | None = None) -> SimulationReport:
         start = time.perf_counter()
@@ -88,9 +113,9 @@ class Simulator:
         ready: list[tuple[float, int, WorkloadRequest]] = []  # (arrival, index, request) heap
         dependents: dict[int, list[tuple[int, WorkloadRequest]]] = {}  # waiting on an unfinished request
         finish_s: dict[int, float] = {}  # index -> when it finished
-        index_of: dict[str, int] = {}  # live requests' index
         scheduler = self.scheduler
-        live: dict[str, tuple[Request, Sequence[int]]] = {}  # request, its planned output tokens
+        timings = self._timings
+        live: dict[str, Live] = {}
         while pending is not None or ready or scheduler.has_unfinished_requests:
             # Pull every request that has arrived by now (and the next one, to know when it comes).
             while pending is not None and pending.arrival_s <= self.now_s:
@@ -98,10 +123,10 @@ class Simulator:
                 self._arrive(index, pending, ready, dependents, finish_s)
                 pending = next(source, None)
             while ready and ready[0][0] <= self.now_s:
-                _, index, wr = heapq.heappop(ready)
+                ready_s, index, wr = heapq.heappop(ready)
                 request = Request(wr.request_id, wr.prompt_token_ids, wr.output_len)
-                live[wr.request_id] = (request, wr.output_token_ids)
-                index_of[wr.request_id] = index
+                live[wr.request_id] = (request, wr.output_token_ids, index)
+                timings.arrival_s[index] = ready_s
                 scheduler.add_request(request)
             if not scheduler.has_unfinished_requests:
                 upcoming = [t for t in (ready[0][0] if ready else None,
@@ -114,25 +139,42 @@ class Simulator:
                 continue
             output = scheduler.schedule()
             sampled = {}
+            first_tokens: list[int] = []  # indices of the requests emitting their first token
             for entry in output.scheduled:
+                if entry.is_new:
+                    self._admitted(entry, live[entry.request_id])
                 if entry.emits_token:
                     request_id = entry.request_id
-                    req, planned = live[request_id]
-                    sampled[request_id] = planned[len(req.token_ids) - req.num_prompt_tokens]
+                    req, planned, index = live[request_id]
+                    num_out = len(req.token_ids) - req.num_prompt_tokens
+                    if num_out == 0:
+                        first_tokens.append(index)
+                    sampled[request_id] = planned[num_out]
+            if self._kv_read is None:
+                self.now_s += cfg.step_base_s + cfg.step_per_token_s * output.num_batched_tokens
+            else:
+                self.now_s += self._roofline_step_s(output)  # before update: the step's blocks
             finished = scheduler.update_from_output(output, sampled)
-            self.now_s += cfg.step_base_s + cfg.step_per_token_s * output.num_batched_tokens
             self._record(output.num_batched_tokens)
+            for index in first_tokens:
+                timings.first_token_s[index] = self.now_s
+            if self._kv_read is not None:
+                self._context_tokens += output.num_batched_tokens
             for req in finished:
-                del live[req.request_id]
+                _, _, index = live.pop(req.request_id)
                 self._finished += 1
-                index = index_of.pop(req.request_id)
                 finish_s[index] = self.now_s
+                timings.finish_s[index] = self.now_s
+                if self._kv_read is not None:
+                    self._context_tokens -= req.num_computed_tokens
                 for j, wr in dependents.pop(index, ()):
                     heapq.heappush(ready, (max(wr.arrival_s, self.now_s), j, wr))
             if finished and progress is not None:
                 progress(self._finished, total)
             if cfg.check_integrity_every and self._steps % cfg.check_integrity_every == 0:
                 self.kv.check_integrity()
+                assert self._kv_read is None or self._context_tokens == sum(
+                    r.num_computed_tokens for r in scheduler.running), "context tokens drifted"
             if (output.is_empty and not finished and not ready and pending is None
                     and scheduler.has_unfinished_requests):
                 raise RuntimeError("simulation stalled: requests wait but nothing can be scheduled")
@@ -142,6 +184,7 @@ class Simulator:
         """Count a request pulled from the workload and queue it: ready at its arrival, or parked
         until the request it depends on finishes (at the earliest, its arrival)."""
         self._num_arrived += 1
+        self._timings.add()
         self._num_prompt_tokens += wr.prompt_len
         self._num_output_tokens += wr.output_len
         parent = wr.depends_on
@@ -152,6 +195,32 @@ class Simulator:
         else:
             assert parent < index, f"request {wr.request_id} depends on a later request ({parent})"
             dependents.setdefault(parent, []).append((index, wr))
+
+    def _admitted(self, entry: ScheduledRequest, live: Live) -> None:
+        """A request's first step since (re-)admission: `positions.start` tokens came from its hit.
+        Called before the step advances simulated time (its start)."""
+        request, _, index = live
+        hit_len = entry.positions.start
+        is_first = request.num_preemptions == 0
+        self._admissions.note(is_first, request.num_tokens, hit_len)
+        if is_first:
+            self._timings.first_scheduled_s[index] = self.now_s
+        self._context_tokens += hit_len
+
+    def _roofline_step_s(self, output: SchedulerOutput) -> float:
+        """The step's roofline time (StepCost) from the blocks in use once it is scheduled and the
+        context its requests attend to."""
+        step_cost, kv_read = self.config.step_cost, self._kv_read
+        assert step_cost is not None and kv_read is not None
+        if output.preempted_request_ids:  # preempted requests dropped their computed tokens
+            self._context_tokens = sum(r.num_computed_tokens for r in self.scheduler.running)
+        num_tokens = output.num_batched_tokens
+        kv_bytes = kv_read.read_bytes(self._context_tokens + num_tokens, self._in_use_counts, len(output.scheduled))
+        memory_s, compute_s = step_cost.memory_s(num_tokens, kv_bytes), step_cost.compute_s(num_tokens)
+        if compute_s > memory_s:
+            self._compute_bound_steps += 1
+            return step_cost.overhead_s + compute_s
+        return step_cost.overhead_s + memory_s
 
     def _record(self, num_batched_tokens: int) -> None:
         self._steps += 1
@@ -170,14 +239,21 @@ class Simulator:
         usage = 1.0 - free / self._num_usable if self._num_usable else 0.0
         self._usage_sum += usage
         self._usage_peak = max(self._usage_peak, usage)
+        series = self._series
+        if self.now_s >= series.next_s:
+            admissions = self._admissions
+            series.sample(self.now_s, running, len(self.scheduler.waiting), usage, admissions.first_hit_tokens,
+                          admissions.first_tokens)
 
     def report(self) -> SimulationReport:
         stats = self.kv.stats()
         steps = max(1, self._steps)
+        evicted = [sum(p.num_evictions_by_group[i] for p in self._pools) for i in range(len(self.layout.groups))]
         groups = tuple(
             GroupUsage(g.kind.value, g.num_layers, self._blocks_peak[i], self._blocks_sum[i] / steps,
-                       stats.num_early_released_blocks[i])
+                       stats.num_early_released_blocks[i], evicted[i])
             for i, g in enumerate(self.layout.groups))
+        step_cost = self.config.step_cost
         return SimulationReport(
             layout=self.layout.name,
             num_requests=self._num_arrived,
@@ -199,5 +275,14 @@ class Simulator:
             wall_s=self._wall_s,
             runtime_build=runtime_build(),
             groups=groups,
+            step_time_model="fixed" if step_cost is None else "roofline",
+            step_time_detail=(f"fixed: {self.config.step_base_s * 1e3:g} ms + "
+                              f"{self.config.step_per_token_s * 1e6:g} us per batched token"
+                              if step_cost is None else step_cost.describe()),
+            compute_bound_steps=self._compute_bound_steps,
+            hits=self._admissions.snapshot(),
+            evictions=evictions_of(self.layout.groups, evicted),
+            timing=self._timings.summary(),
+            time_series=self._series.series(),
         )
 
