@@ -50,6 +50,7 @@ from hkv.cli.plan_options import (
     assumed_note,
 )
 from hkv.cli.render_simulation_failures import LayoutFailure
+from hkv.cli.simulation_svg import checked_simulation_svg_path, save_simulation_svg
 from hkv.cli.simulation_progress import simulation_progress
 from hkv.cli.trace_notes import too_long_note, trace_notes
 from hkv.model_specs.resolve import load_model_spec
@@ -91,6 +92,9 @@ ProbeOpt = Annotated[bool, typer.Option(
 SweepOpt = Annotated[bool, typer.Option(
     "--sweep-split", help="partitioned: try pool splits and report the best for the workload")]
 EvictionOpt = Annotated[EvictionPolicy, typer.Option("--eviction", help="eviction policy")]
+SimSvgOpt = Annotated[str | None, typer.Option(
+    "--svg", metavar="FILE", help="also draw the time series (running, waiting, KV use, hit rate; a line per "
+                                  "layout) as an SVG picture [default: none]")]
 
 
 @handles_errors
@@ -113,7 +117,7 @@ def simulate_command(
     enforce_eager: EagerOpt = False, quantization: QuantOpt = None, weights_memory: WeightsOpt = None,
     language_model_only: TextOnlyOpt = False, flashinfer: FlashInferOpt = None,
     no_prefix_caching: NoPrefixOpt = False, enable_prefix_caching: PrefixOpt = False,
-    output_format: FormatOpt = OutputFormat.human,
+    svg: SimSvgOpt = None, output_format: FormatOpt = OutputFormat.human,
 ) -> None:
     """Replay a workload through the real hybrid KV cache manager and scheduler (no model).
 
@@ -129,6 +133,7 @@ def simulate_command(
     """
     # The runtime is imported here, not at module level, so `hkv plan` starts without it.
     from hkv.runtime.scheduler.scheduler import SchedulerConfig
+    from hkv.runtime.simulation.metrics.plan_step_cost import step_cost_for_plan
     from hkv.runtime.simulation.simulator import SimulationConfig
 
     options = PlanOptions.from_args(locals(), layout=None)
@@ -136,6 +141,7 @@ def simulate_command(
         raise UserError("give exactly one of --workload SPEC or --trace FILE (or --probe-capacity)")
     if trace is None and (trace_format, trace_limit, trace_window) != (None, None, None):
         raise UserError("--trace-format, --trace-limit and --trace-window apply to --trace FILE only")
+    svg_path = checked_simulation_svg_path(svg, probe=probe_capacity_flag, sweep_split=sweep_split)
     cfg = options.plan_config()
     spec = load_model_spec(model)
     the_plan = plan(spec, cfg)
@@ -157,9 +163,13 @@ def simulate_command(
     for line in trace_notes(trace_summary) if trace_summary is not None else [too_long_note(too_long)]:
         if line:
             note(line)
+    step_cost, fixed_why = step_cost_for_plan(the_plan)  # None: the fixed step model, for the reason given
+    if step_cost is None:
+        note(f"step times from the fixed model, not the roofline estimate: {fixed_why}")
     sim_cfg = SimulationConfig(
         scheduler=SchedulerConfig(the_plan.budget.max_num_batched_tokens, the_plan.budget.max_num_seqs),
-        cache=CacheConfig(enable_caching=cfg.enable_prefix_caching is not False, eviction_policy=eviction))
+        cache=CacheConfig(enable_caching=cfg.enable_prefix_caching is not False, eviction_policy=eviction),
+        step_cost=step_cost)
     if sweep_split:
         _sweep(spec, cfg, requests, sim_cfg, output_format, assumed)
         return
@@ -185,6 +195,8 @@ def simulate_command(
         if reports:
             render_simulation(reports, console)
         render_simulation_failures(failures, console)
+    if svg_path is not None and reports:
+        save_simulation_svg(reports, svg_path, f"hkv simulate {spec.name}: time series")
     if interrupted:
         raise typer.Exit(130)
 
