@@ -88,10 +88,37 @@ class BlockPool:
         Popped cached blocks are evicted (their map entry dropped). The caller checks
         `num_free_blocks` first; asking for more raises AssertionError.
         """
+        block_ids = self._pop(num_blocks)
+        ref_cnt, block_group = self.ref_cnt, self.block_group
+        for block_id in block_ids:
+            ref_cnt[block_id] = 1
+            block_group[block_id] = group_id
+        self.num_in_use_by_group[group_id] += num_blocks
+        return block_ids
+
+    def allocate_groups(self, num_blocks: int, group_ids: Sequence[int]) -> list[list[int]]:
+        """`allocate(num_blocks, g)` for each group in order, in one pop."""
+        if len(group_ids) == 1:
+            return [self.allocate(num_blocks, group_ids[0])]
+        block_ids = self._pop(num_blocks * len(group_ids))
+        ref_cnt, block_group, in_use = self.ref_cnt, self.block_group, self.num_in_use_by_group
+        result = []
+        for i, group_id in enumerate(group_ids):
+            blocks = block_ids[i * num_blocks:(i + 1) * num_blocks]
+            for block_id in blocks:
+                ref_cnt[block_id] = 1
+                block_group[block_id] = group_id
+            in_use[group_id] += num_blocks
+            result.append(blocks)
+        return result
+
+    def _pop(self, num_blocks: int) -> list[int]:
+        """Unlink the first `num_blocks` blocks of the free queue and evict the cached ones
+        among them (map entry and hash dropped); their counts and groups are the caller's."""
         queue = self._queue
         num_uncached = queue.num_front  # blocks freed uncached: the queue's front part
         block_ids = queue.popleft_n(num_blocks)
-        block_hash, ref_cnt, block_group = self.block_hash, self.ref_cnt, self.block_group
+        block_hash, block_group = self.block_hash, self.block_group
         if num_blocks > num_uncached:  # the rest may be cached: evict them
             keep_duplicates = self.keep_duplicates
             evicted_by_group = self.num_evictions_by_group
@@ -107,28 +134,7 @@ class BlockPool:
                     block_hash[block_id] = None
                     num_evicted += 1
             self.num_evictions += num_evicted
-        for block_id in block_ids:
-            ref_cnt[block_id] = 1
-            block_group[block_id] = group_id
-        self.num_in_use_by_group[group_id] += num_blocks
         return block_ids
-
-    def allocate_groups(self, num_blocks: int, group_ids: Sequence[int]) -> list[list[int]]:
-        """`allocate(num_blocks, g)` for each group in order, in one pop."""
-        if len(group_ids) == 1:
-            return [self.allocate(num_blocks, group_ids[0])]
-        block_ids = self.allocate(num_blocks * len(group_ids), group_ids[0])
-        block_group, in_use = self.block_group, self.num_in_use_by_group
-        result = [block_ids[:num_blocks]]
-        for i, group_id in enumerate(group_ids[1:], 1):
-            blocks = block_ids[i * num_blocks:(i + 1) * num_blocks]
-            for block_id in blocks:
-                block_group[block_id] = group_id
-            result.append(blocks)
-        in_use[group_ids[0]] -= num_blocks * (len(group_ids) - 1)
-        for group_id in group_ids[1:]:
-            in_use[group_id] += num_blocks
-        return result
 
     def _drop_entry(self, block_id: int, block_hash: bytes, group_id: int) -> None:
         """Remove block_id's map entry (keep_duplicates): the next copy, if any, takes its place."""
@@ -183,33 +189,29 @@ class BlockPool:
         """Drop one reference per block; queue the uncached ones reaching zero at the front and,
         with `queue_cached`, the cached ones at the back of the main segment. Returns the cached
         ones reaching zero that were left unqueued (none with `queue_cached`).
-        (Hot: a window's prefill releases hundreds of blocks; the loop does the least per block
-        and the group counters are updated after it.)"""
+        (Hot: a window's prefill releases hundreds of blocks; the loop does the least per block,
+        and with `group_id` that group's counter is updated once after it.)"""
         ref_cnt, block_hash, block_group = self.ref_cnt, self.block_hash, self.block_group
         cached: list[int] = []
         uncached: list[int] = []
         add_cached, add_uncached = cached.append, uncached.append
+        in_use = self.num_in_use_by_group
         for block_id in block_ids:
             ref = ref_cnt[block_id]
             if ref == 1:
                 ref_cnt[block_id] = 0
+                if group_id is None:
+                    in_use[block_group[block_id]] -= 1  # type: ignore[index]
                 if block_hash[block_id] is None:
+                    block_group[block_id] = None
                     add_uncached(block_id)
                 else:
                     add_cached(block_id)
             elif block_id != NULL_BLOCK_ID:  # the null block's count stays 0
                 assert ref > 1, f"release of free block {block_id}"
                 ref_cnt[block_id] = ref - 1
-        in_use = self.num_in_use_by_group
         if group_id is not None:
             in_use[group_id] -= len(uncached) + len(cached)
-        else:
-            for block_id in uncached:
-                in_use[block_group[block_id]] -= 1  # type: ignore[index]
-            for block_id in cached:
-                in_use[block_group[block_id]] -= 1  # type: ignore[index]
-        for block_id in uncached:
-            block_group[block_id] = None
         queue = self._queue
         if uncached:
             uncached.reverse()  # the first uncached block ends up first
