@@ -195,3 +195,38 @@ def test_without_keep_duplicates_an_in_use_copy_stays_unhashed() -> None:
     assert pool.allocate(2, 0) == [1, 2]
     assert pool.cache_block(1, H1, 0) and not pool.cache_block(2, H1, 0)
     assert pool.block_hash[2] is None
+
+
+def test_allocate_groups_hands_out_consecutive_runs() -> None:
+    """Null + 7 blocks, two groups of 3: one pop of 6 from the front, ids 1..6, the first 3 to
+    group 0 and the next 3 to group 1 (as allocate(3, 0) then allocate(3, 1) would)."""
+    pool = BlockPool(0, 8, num_groups=2)
+    assert pool.allocate_groups(3, [0, 1]) == [[1, 2, 3], [4, 5, 6]]
+    assert pool.num_in_use_by_group == [3, 3] and pool.num_free_blocks == 1
+    pool.check_integrity([(1, 0), (2, 0), (3, 0), (4, 1), (5, 1), (6, 1)])
+
+
+def test_release_of_one_group_batch_with_shared_and_null_blocks() -> None:
+    """A release naming its group (early releases) must leave the state a plain release leaves:
+    group 0 holds 1, 2, 3 and a second request shares 2. Releasing [3, NULL, 2, 1] drops 3 and 1
+    to zero (uncached: to the front, the first released first: 3, 1, then the untouched 4, 5),
+    keeps 2 at one reference, and counts two blocks out of group 0."""
+    for group_id in (None, 0):
+        pool = BlockPool(0, 6, num_groups=1)
+        assert pool.allocate(3, 0) == [1, 2, 3]
+        pool.touch([2], 0)
+        pool.release_blocks([3, NULL_BLOCK_ID, 2, 1], group_id)
+        assert free_block_ids(pool) == [3, 1, 4, 5]
+        assert pool.ref_cnt[1:4] == [0, 1, 0] and pool.num_in_use_by_group == [1]
+        pool.check_integrity([(2, 0)])
+
+
+def test_release_to_a_segment_names_the_cached_blocks() -> None:
+    """Cached 1 and uncached 2 released to the cold segment with their group given: 1 goes to
+    the cold segment and is returned, 2 to the front."""
+    pool = BlockPool(0, 4, num_groups=1)
+    assert pool.allocate(2, 0) == [1, 2]
+    assert pool.cache_block(1, H1, 0)
+    assert pool.release_to([2, 1], FreeSegment.COLD, 0) == [1]
+    assert pool.free_segments()[FreeSegment.COLD] == [1] and free_block_ids(pool) == [2, 3, 1]
+    pool.check_integrity([])

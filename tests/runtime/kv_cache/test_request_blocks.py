@@ -74,3 +74,38 @@ def test_every_policy_has_an_eviction() -> None:
     kv = KVCacheManager(make_layout([make_group(FULL, 4)], [4], max_model_len=32))
     for policy in EvictionPolicy:
         assert isinstance(EVICTION_BY_POLICY[policy](kv.coordinator, CacheConfig(eviction_policy=policy)), Eviction)
+
+
+def test_request_carries_the_decode_steady_bound() -> None:
+    """The scheduler's per-step check, Request.steady_decode_until, follows the manager: full
+    attention, block 4, caching on (as test_manager_answers_the_steady_rule_for_the_scheduler).
+    The prefill allocated at 0 computed tokens: the next cache point is the boundary 4 and two
+    blocks hold 8 slots, bound min(4, 8) = 4, so the decode at 6 computed is not steady. The
+    decode allocated at 6: next boundary 8, slots 8, bound 8 (decodes from 6 and 7 are steady).
+    Freed: 0."""
+    kv = KVCacheManager(make_layout([make_group(FULL, 4)], [10], max_model_len=32))
+    request = Request("r", list(range(6)), 4)
+    assert request.steady_decode_until == 0
+    kv.allocate_slots(request, 6)
+    request.num_computed_tokens = 6
+    assert request.steady_decode_until == 4 and not kv.is_steady(request, 1)
+    request.append_output_token(1)
+    kv.allocate_slots(request, 1)
+    request.num_computed_tokens = 7
+    assert request.steady_decode_until == 8 and kv.is_steady(request, 1)
+    kv.free(request)
+    assert request.steady_decode_until == 0
+
+
+def test_a_waiting_state_copy_makes_decodes_unsteady_until_taken() -> None:
+    """Recurrent, block 4, one state block: the step 4 -> 8 queues the copy (0, 1, 2); until the
+    runner takes it no decode is steady; once taken the bound is what the manager computed."""
+    kv = KVCacheManager(make_layout([make_group(RECURRENT, 4, num_state_blocks=1)], [8], max_model_len=32))
+    request = Request("r", list(range(8)), 4)
+    kv.allocate_slots(request, 4)
+    request.num_computed_tokens = 4
+    kv.allocate_slots(request, 4)
+    assert request.steady_decode_until == 0 and not kv.is_steady(request, 1)
+    assert kv.take_state_copies(request) == ((0, 1, 2),)
+    rb = kv.request_blocks(request)
+    assert request.steady_decode_until == rb.steady_decode_until() > 0
