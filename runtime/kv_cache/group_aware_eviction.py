@@ -216,7 +216,7 @@ class GroupAwareEviction(Eviction):
             for start in sorted({0, *starts}, reverse=True):
                 if start >= stop:
                     continue
-                columns = [[NULL_BLOCK_ID] * (stop - max(len(t), start)) + t[start:stop][::-1]
+                columns = [[NULL_BLOCK_ID] * (stop - max(len(t), start)) + list(t[start:stop][::-1])
                            for t, first in zip(tables, starts, strict=True) if first <= start]
                 result += columns[0] if len(columns) == 1 else chain.from_iterable(zip(*columns, strict=True))
                 stop = start
