@@ -14,7 +14,7 @@
    16 shared system prompts on an H100 budget.
 
 Usage: python benchmarks/bench_simulate.py [--trace-limit N] [--requests 100000] [--baseline eab1ba2]
-       [--skip-speed] [--skip-eviction] [--layouts vllm,hkv]
+       [--candidate COMMIT] [--skip-speed] [--skip-eviction] [--layouts vllm,hkv]
 Run it from the editable install for the pure-Python figures (the default build).
 """
 
@@ -57,9 +57,10 @@ def run_replay(pythonpath: Path | None, model: str, tp: int, layout: str, worklo
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def speed_row(baseline: BaselineTree, model: str, tp: int, layout: str, workload: str, label: str) -> None:
+def speed_row(baseline: BaselineTree, candidate: BaselineTree | None, model: str, tp: int, layout: str,
+              workload: str, label: str) -> None:
     before = run_replay(baseline.pythonpath, model, tp, layout, workload)
-    after = run_replay(None, model, tp, layout, workload)
+    after = run_replay(candidate.pythonpath if candidate is not None else None, model, tp, layout, workload)
     if "error" in before or "error" in after:
         print(f"  {model:<20} {layout:<15} {label:<22} failed: {before.get('error') or after.get('error')}", flush=True)
         return
@@ -69,22 +70,27 @@ def speed_row(baseline: BaselineTree, model: str, tp: int, layout: str, workload
           f"{ratio:6.2f}x  {before['wall_s']:7.1f} s -> {after['wall_s']:6.1f} s  {same}", flush=True)
 
 
-def speed(baseline_commit: str, trace_limit: int, num_requests: int, layouts: list[str] | None) -> None:
+def speed(baseline_commit: str, candidate_commit: str | None, trace_limit: int, num_requests: int,
+          layouts: list[str] | None) -> None:
     baseline = BaselineTree(REPO, baseline_commit)
+    candidate = BaselineTree(REPO, candidate_commit) if candidate_commit else None
     try:
         trace = f"mooncake:{trace_limit}"
         label = f"mooncake {trace_limit or 'all'}"
-        print(f"speed, pure Python, requests/s of Simulator.run: {baseline_commit} | this tree | ratio "
+        print(f"speed, pure Python, requests/s of Simulator.run: {baseline_commit} | "
+              f"{candidate_commit or 'this tree'} | ratio "
               f"(H100, max_num_seqs {MAX_NUM_SEQS}, each replay in its own process, one at a time)")
         for model, tp in SPEED_MODELS:
             names = plan(load_model_spec(model), PlanConfig(gpu="h100", tp=tp, max_num_seqs=MAX_NUM_SEQS)).reports
             for layout in names:
                 if layouts is None or layout in layouts:
-                    speed_row(baseline, model, tp, layout, trace, label)
-        speed_row(baseline, "gemma-3-27b", 2, "hkv", SHARED_PREFIX.format(n=num_requests),
+                    speed_row(baseline, candidate, model, tp, layout, trace, label)
+        speed_row(baseline, candidate, "gemma-3-27b", 2, "hkv", SHARED_PREFIX.format(n=num_requests),
                   f"shared-prefix {num_requests:,}")
     finally:
         baseline.close()
+        if candidate is not None:
+            candidate.close()
 
 
 def compare_policies(title: str, spec: str, cfg: PlanConfig, max_num_seqs: int) -> None:
@@ -123,6 +129,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100_000, help="shared-prefix requests of the speed run")
     parser.add_argument("--trace-limit", type=int, default=0, help="first N Mooncake requests (0: all 12,031)")
     parser.add_argument("--baseline", default="eab1ba2", help="commit the speed is compared with")
+    parser.add_argument("--candidate", default=None, help="commit measured against it (default: this working tree)")
     parser.add_argument("--layouts", default=None, help="comma-separated layout names (default: all)")
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-eviction", action="store_true")
@@ -133,7 +140,8 @@ def main() -> None:
             eviction(kv_gib, sessions, args.turns)
         eviction_shared_prefix()
     if not args.skip_speed:
-        speed(args.baseline, args.trace_limit, args.requests, args.layouts.split(",") if args.layouts else None)
+        speed(args.baseline, args.candidate, args.trace_limit, args.requests,
+              args.layouts.split(",") if args.layouts else None)
 
 
 if __name__ == "__main__":
