@@ -1,8 +1,8 @@
 """`hkv simulate --svg FILE`: the replays' time series as an SVG picture, drawn by hand.
 
 Four panels over simulated time, one line per layout: running requests, waiting requests, KV use
-(share of usable blocks in use) and the first-admission prefix hit rate of each sampling interval
-(a gap where no request was admitted for the first time). The points are each report's
+(share of usable blocks in use) and the first-admission prefix hit rate so far (the per-interval
+rate, in the JSON, is too noisy to draw when few requests arrive per interval). The points are each report's
 `time_series` (at most about 1,000 per layout, see runtime/simulation/metrics/time_series.py).
 Plain SVG text: no plotting library. No PNG: that needs a rasterizer, a dependency hkv lacks.
 """
@@ -10,7 +10,6 @@ Plain SVG text: no plotting library. No PNG: that needs a rasterizer, a dependen
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import floor, log10
@@ -39,14 +38,14 @@ NUM_TICKS = 5
 class Panel:
     title: str
     values: Callable[[TimeSeries], Sequence[float | None]]
-    is_share: bool  # a 0-1 share drawn on a fixed 0-100 % axis; else a count from 0 to its max
+    is_share: bool  # a 0-1 share: % labels, the axis at most 100 %; else a count
 
 
 PANELS = (
     Panel("running requests", lambda s: s.running, False),
     Panel("waiting requests", lambda s: s.waiting, False),
     Panel("KV use (share of usable blocks in use)", lambda s: s.kv_usage, True),
-    Panel("prefix hit rate, first admissions of each interval", lambda s: s.hit_rate, True),
+    Panel("prefix hit rate of first admissions, so far", lambda s: s.hit_rate, True),
 )
 
 
@@ -76,8 +75,9 @@ def simulation_svg(reports: Sequence[SimulationReport], title: str) -> str:
     for p, panel in enumerate(PANELS):
         top = TOP + p * (PANEL_H + PANEL_GAP) + 18
         series = [panel.values(r.time_series) for r in reports]
-        y_max = 1.0 if panel.is_share else _nice_ceiling(max((v for s in series for v in s if v is not None),
-                                                              default=0.0))
+        y_max = _nice_ceiling(max((v for s in series for v in s if v is not None), default=0.0))
+        if panel.is_share:
+            y_max = min(1.0, y_max)
 
         def x_of(t_s: float) -> float:
             return LEFT + plot_w * t_s / x_max
@@ -90,7 +90,7 @@ def simulation_svg(reports: Sequence[SimulationReport], title: str) -> str:
         for k in range(NUM_TICKS + 1):
             value = y_max * k / NUM_TICKS
             y = y_of(value)
-            label = f"{value:.0%}" if panel.is_share else f"{value:,.4g}"
+            label = f"{value * 100:.3g}%" if panel.is_share else f"{value:,.4g}"
             out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#eee"/>'
                        f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{label}</text>')
             t_s = x_max * k / NUM_TICKS
@@ -110,14 +110,14 @@ def save_simulation_svg(reports: Sequence[SimulationReport], path: Path, title: 
     """Write the picture at `path` whole or not at all (a temporary file renamed over it).
     UserError when it cannot be written."""
     text = simulation_svg(reports, title)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # created as any file is (the umask's mode)
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
+            with open(tmp, "x", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, path)
         except BaseException:
-            os.unlink(tmp)
+            tmp.unlink(missing_ok=True)
             raise
     except OSError as err:
         raise UserError(f"--svg {path} cannot be written ({err.strerror}); give another file") from err
@@ -135,13 +135,16 @@ def _runs(t_s: Sequence[float], values: Sequence[float | None]) -> list[list[tup
     return [run for run in runs if run]
 
 
+NICE_MANTISSAS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)  # fifths of each are round
+
+
 def _nice_ceiling(value: float) -> float:
-    """The smallest 1, 2, 2.5 or 5 x 10^k at least `value` (1.0 for nothing to show), so that
-    fifths of it are round tick labels."""
+    """The smallest NICE_MANTISSAS x 10^k at least `value` (1.0 for nothing to show): an axis end
+    whose fifths are round tick labels, at most a third past the data."""
     if value <= 0:
         return 1.0
     magnitude = 10.0 ** floor(log10(value))
-    return next(m * magnitude for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * magnitude >= value)
+    return next(m * magnitude for m in NICE_MANTISSAS if m * magnitude >= value)
 
 
 def _stroke(i: int) -> str:

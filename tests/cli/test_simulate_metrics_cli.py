@@ -60,7 +60,8 @@ def test_time_series_and_evictions_in_json() -> None:
     series = r["time_series"]
     n = len(series["t_s"])
     assert 0 < n <= 1000
-    assert all(len(series[k]) == n for k in ("running", "waiting", "kv_usage", "hit_rate"))
+    assert all(len(series[k]) == n for k in ("running", "waiting", "kv_usage", "hit_rate", "interval_hit_rate"))
+    assert series["hit_rate"][-1] == pytest.approx(2048 / 3840)  # so far, at the last point: all of it
     assert series["t_s"] == sorted(series["t_s"]) and max(series["running"]) <= 3
     assert set(r["evictions"]) == {"num_evicted_blocks", "evicted_tokens", "evicted_states"}
     assert all("evicted_blocks" in g for g in r["groups"])

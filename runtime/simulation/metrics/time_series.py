@@ -18,9 +18,11 @@ FIRST_INTERVAL_S = 0.01
 @dataclass(frozen=True)
 class TimeSeries:
     """Columns of equal length, one entry per point. running / waiting: requests at the point;
-    kv_usage: share of usable blocks in use; hit_rate: first-admission prefix hit rate of the
-    admissions since the previous point (prompt tokens served from the cache / prompt tokens),
-    None (JSON null) where no request was admitted for the first time in between."""
+    kv_usage: share of usable blocks in use; hit_rate: the first-admission prefix hit rate so far
+    (prompt tokens served from the cache / prompt tokens, first admissions up to the point);
+    interval_hit_rate: the same over the admissions since the previous point only (noisy when
+    few requests arrive per interval). None (JSON null) where no request had been admitted for
+    the first time (so far, or in the interval)."""
 
     interval_s: float
     t_s: tuple[float, ...]
@@ -28,6 +30,7 @@ class TimeSeries:
     waiting: tuple[int, ...]
     kv_usage: tuple[float, ...]
     hit_rate: tuple[float | None, ...]
+    interval_hit_rate: tuple[float | None, ...]
 
 
 class TimeSeriesSampler:
@@ -74,10 +77,12 @@ class TimeSeriesSampler:
         self.interval_s *= 2
 
     def series(self) -> TimeSeries:
-        rates: list[float | None] = []
+        so_far: list[float | None] = []
+        interval: list[float | None] = []
         hits_before = prompt_before = 0
         for hits, prompt in zip(self._hit_tokens, self._prompt_tokens, strict=True):
-            rates.append((hits - hits_before) / (prompt - prompt_before) if prompt > prompt_before else None)
+            so_far.append(hits / prompt if prompt else None)
+            interval.append((hits - hits_before) / (prompt - prompt_before) if prompt > prompt_before else None)
             hits_before, prompt_before = hits, prompt
         return TimeSeries(self.interval_s, tuple(self._t_s), tuple(self._running), tuple(self._waiting),
-                          tuple(self._kv_usage), tuple(rates))
+                          tuple(self._kv_usage), tuple(so_far), tuple(interval))

@@ -20,8 +20,10 @@ def test_points_past_the_budget_halve_the_resolution() -> None:
     assert series.t_s == (0.0, 2.0, 4.0)
     assert series.running == (0, 2, 4)
     assert series.kv_usage == (0.0, 0.2, 0.4)
-    # windows (0, 2]: 5 of 10 hit; (2, 4]: 15 - 5 = 10 of 40 - 10 = 30; nothing before t = 0
-    assert series.hit_rate == (None, 0.5, 10 / 30)
+    # so far: nothing admitted at t = 0, 5 of 10 by t = 2, 15 of 40 by t = 4;
+    # intervals (0, 2]: 5 of 10 hit; (2, 4]: 15 - 5 = 10 of 40 - 10 = 30
+    assert series.hit_rate == (None, 0.5, 15 / 40)
+    assert series.interval_hit_rate == (None, 0.5, 10 / 30)
     assert sampler.next_s == 6.0
 
 
