@@ -126,11 +126,12 @@ class BlockPool:
             for block_id in block_ids[num_uncached:]:
                 old_hash = block_hash[block_id]
                 if old_hash is not None:
+                    old_group = block_group[block_id]
                     if keep_duplicates:
-                        self._drop_entry(block_id, old_hash, block_group[block_id])  # type: ignore[arg-type]
+                        self._drop_entry(block_id, old_hash, old_group)  # type: ignore[arg-type]
                     else:
-                        del self._cached[block_group[block_id]][old_hash]  # type: ignore[index]
-                    evicted_by_group[block_group[block_id]] += 1  # type: ignore[index]
+                        del self._cached[old_group][old_hash]  # type: ignore[index]
+                    evicted_by_group[old_group] += 1  # type: ignore[index]
                     block_hash[block_id] = None
                     num_evicted += 1
             self.num_evictions += num_evicted
