@@ -179,7 +179,8 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
     seq_len = prompt_len + output_len
     if num_requests > setup.max_num_seqs or not layout.groups:
         return False
-    groups = layout.groups
+    # Groups of one spec in one pool hold the same blocks at every step: walk one, count it k times.
+    groups, weights = _collapsed(layout.groups)
     pool_index = {p.pool_id: i for i, p in enumerate(layout.pools)}
     gpool = [pool_index[g.pool_id] for g in groups]
     free = [max(0, p.num_blocks - 1) for p in layout.pools]
@@ -214,16 +215,16 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
             c = computed[r]
             for i, g in enumerate(groups):
                 after = held_blocks(g, c - 1, c)  # after the skipped step that computed c - 1
-                free[gpool[i]] += held[r][i] - after
+                free[gpool[i]] += (held[r][i] - after) * weights[i]
                 held[r][i] = after
 
     group_range = range(len(groups))
-    decode_may_change = _decode_changes(groups, period)
+    steady_from, changing = _decode_changes(groups, period)
     # The admission gate (vLLM 0.32's scheduler_reserve_full_isl): a waiting request, holding
     # nothing, is admitted only when slots for its whole prompt fit, per pool.
     gate_need = [0] * len(free)
     for i, g in enumerate(groups):
-        gate_need[gpool[i]] += g.admission_blocks(prompt_len, layout.in_flight_tokens)
+        gate_need[gpool[i]] += g.admission_blocks(prompt_len, layout.in_flight_tokens) * weights[i]
 
     def try_allocate(r: int, new_len: int) -> bool:
         c, mine = computed[r], held[r]
@@ -231,16 +232,16 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
         want = [0] * len(groups)
         need = [0] * len(free)
         for i in group_range:
-            g = groups[i]
+            g, k, p = groups[i], weights[i], gpool[i]
             after_release = held_blocks(g, c, c)  # 0 for a request holding nothing
-            free[gpool[i]] += mine[i] - after_release
+            free[p] += (mine[i] - after_release) * k
             mine[i] = after_release
             want[i] = held_blocks(g, c, total)
-            need[gpool[i]] += want[i] - after_release
+            need[p] += (want[i] - after_release) * k
         if any(n > f for n, f in zip(need, free)):
             return False
         for i in group_range:
-            free[gpool[i]] -= want[i] - mine[i]
+            free[gpool[i]] -= (want[i] - mine[i]) * weights[i]
             mine[i] = want[i]
         return True
 
@@ -252,7 +253,7 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
             if budget == 0:
                 break
             c = computed[r]
-            if c > prompt_len and not decode_may_change(c):
+            if c > prompt_len and c >= steady_from and c % period not in changing:
                 scheduled.append((r, 1))  # a decode step that releases and allocates nothing
                 budget -= 1
                 continue
@@ -262,11 +263,12 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
                 return False  # the real scheduler preempts here
             scheduled.append((r, new_len))
             budget -= new_len
-        pure_decode = all(computed[r] >= prompt_len for r in running)
+        num_ran = len(scheduled)  # with budget left, every running request was scheduled above
         while next_waiting < num_requests and budget > 0 and len(running) < setup.max_num_seqs:
             r = next_waiting
             new_len = min(prompt_len, budget, max_chunk)
             if any(n > f for n, f in zip(gate_need, free)) or not try_allocate(r, new_len):
+                pure_decode = all(computed[q] >= prompt_len for q, _ in scheduled[:num_ran])
                 stalled_steps = stalled_steps + 1 if pure_decode else 0
                 if stalled_steps > period:
                     return False  # it cannot fit before the first finish (module docstring)
@@ -287,15 +289,32 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
         for r in done:
             running.remove(r)
             for i in range(len(groups)):
-                free[gpool[i]] += held[r][i]
+                free[gpool[i]] += held[r][i] * weights[i]
                 held[r][i] = 0
     return peak == num_requests
 
 
-def _decode_changes(groups: tuple[KVCacheGroup, ...], period: int) -> Callable[[int], bool]:
-    """A test `may_change(c)`: False only when a decode step at c computed tokens that follows a
-    decode step (held = held_blocks(g, c - 1, c) in every group) releases and allocates nothing
-    in any group, i.e. held_blocks(g, c, c) == held_blocks(g, c - 1, c) == held_blocks(g, c, c + 1).
+def _collapsed(groups: tuple[KVCacheGroup, ...]) -> tuple[tuple[KVCacheGroup, ...], tuple[int, ...]]:
+    """One group per (pool, spec, block size, state blocks, bound): what held_blocks and
+    admission_blocks read. In first-seen order, with how many groups each stands for."""
+    firsts: dict[tuple[object, ...], int] = {}
+    kept: list[KVCacheGroup] = []
+    counts: list[int] = []
+    for g in groups:
+        key = (g.pool_id, g.kind, g.spec, g.block_size, g.num_state_blocks, g.bound)
+        if key in firsts:
+            counts[firsts[key]] += 1
+        else:
+            firsts[key] = len(kept)
+            kept.append(g)
+            counts.append(1)
+    return tuple(kept), tuple(counts)
+
+
+def _decode_changes(groups: tuple[KVCacheGroup, ...], period: int) -> tuple[int, frozenset[int]]:
+    """(base, changing residues): a decode step at c computed tokens may change something unless
+    c >= base and c % period is not in `changing`. Such a step, following a decode step (held =
+    held_blocks(g, c - 1, c) in every group), releases and allocates nothing in any group, i.e. held_blocks(g, c, c) == held_blocks(g, c - 1, c) == held_blocks(g, c, c + 1).
     Past every window and chunk (plus two periods) whether a step changes anything is periodic in
     c with `period` (the lcm of block sizes and chunk lengths): the residues that change are found
     by trying one period; below that base every step counts as changing."""
@@ -306,7 +325,7 @@ def _decode_changes(groups: tuple[KVCacheGroup, ...], period: int) -> Callable[[
         c % period for c in range(base, base + period)
         if any(held_blocks(g, c, c) != held_blocks(g, c - 1, c) or held_blocks(g, c, c + 1) != held_blocks(g, c, c)
                for g in groups))
-    return lambda c: c < base or c % period in changing
+    return base, changing
 
 
 def search_guess(layout: Layout, seq_len: int | None = None) -> int:
