@@ -98,18 +98,39 @@ def build_hkv_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) ->
         return Layout("hkv", tuple(groups), (pool,) if groups else (), max_len, t,
                       budget.available_bytes, (), pp_size=cfg.pp)
     split_len = cfg.expected_avg_seq_len or max_len
+    checkpoints = 0
+    if cfg.expected_avg_seq_len and cfg.enable_prefix_caching is not False:
+        checkpoints = checkpoints_per_request(split_len, checkpoint_grid_len(budget.max_num_batched_tokens,
+                                                                             state_block_size))
     pool_groups = ([("attention", attn_groups)] if attn_groups else []) + [
         ("recurrent", one_group_per_bucket(states))]
     def layout_with(min_states: int) -> Layout:
         groups, pools = build_split_pools(pool_groups, budget.available_bytes, split_len, t, model.num_hidden_layers,
-                                          cfg.pp, BlockBound.EXACT, min_state_requests=min_states)
+                                          cfg.pp, BlockBound.EXACT, min_state_requests=min_states,
+                                          checkpoints_per_request=checkpoints)
         return Layout("hkv", tuple(groups), tuple(pools), max_len, t, budget.available_bytes,
                       tuple(notes), pp_size=cfg.pp)
 
-    notes.append(f"state pool sized for requests of {split_len:,} tokens")
+    notes.append(f"state pool sized for requests of {split_len:,} tokens"
+                 + (f", each with {checkpoints} cached checkpoint(s)" if checkpoints else ""))
     balanced = layout_with(0)
     return _with_sustained_states(balanced, layout_with, SustainedSetup(
         budget.max_num_batched_tokens, budget.max_num_seqs, cfg.output_len), max_len)
+
+
+def checkpoint_grid_len(max_num_batched_tokens: int, state_block_size: int) -> int:
+    """Tokens between the recurrent checkpoints hkv's scheduler keeps (besides hit points): one
+    step's token budget, so a hit that falls between two checkpoints recomputes at most one step
+    of prefill. The runtime's Scheduler uses the same grid."""
+    return max(state_block_size, max_num_batched_tokens // state_block_size * state_block_size)
+
+
+def checkpoints_per_request(seq_len: int, grid_len: int) -> int:
+    """Checkpoints a request of seq_len tokens leaves in the state pool for later hits: one per
+    grid_len tokens of its prefix, plus one at its hit point (prompt end or junction). A cached
+    attention prefix is worth a hit only with its checkpoint, so the state pool keeps as many
+    requests' checkpoints as the attention pool keeps their prefixes: both age out together."""
+    return seq_len // grid_len + 1
 
 
 # The most logged concurrency the state pool may give up for more sustained requests (a share).

@@ -54,8 +54,11 @@ class _StagedPool(NamedTuple):
 def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], budget_bytes: int,
                       split_len: int, in_flight_tokens: int, num_hidden_layers: int,
                       pp: int, bound: BlockBound = BlockBound.VLLM,
-                      min_state_requests: int = 0) -> tuple[list[KVCacheGroup], list[Pool]]:
+                      min_state_requests: int = 0,
+                      checkpoints_per_request: int = 0) -> tuple[list[KVCacheGroup], list[Pool]]:
     """Pools (in the given order) sharing `budget_bytes`, balanced at `split_len` tokens.
+    A request's demand on a recurrent pool is its live states plus `checkpoints_per_request`
+    cached checkpoints per recurrent group (what its prefix leaves for later hits).
 
     Every pool first gets its null block and the blocks of n requests of split_len tokens, n as
     large as the budget allows (the state pools: at least `min_state_requests` requests' states);
@@ -67,6 +70,8 @@ def build_split_pools(pool_groups: list[tuple[str, list[list[PagedLayer]]]], bud
         kv_groups = to_kv_groups(groups, pool_id, hkv_state_blocks, bound)
         bytes_per_block = max(bytes_per_block_by_stage(groups, num_hidden_layers, pp))
         blocks = sum(g.blocks_per_request(split_len, in_flight_tokens) for g in kv_groups)
+        if kind == "recurrent":
+            blocks += checkpoints_per_request * len(kv_groups)
         staged.append(_StagedPool(pool_id, kind, groups, kv_groups, bytes_per_block, blocks))
     null_bytes = sum(p.bytes_per_block for p in staged)
     demand = sum(p.demand_bytes for p in staged)

@@ -94,6 +94,27 @@ class KVCacheManager:
             return None
         return lcm(*sizes)
 
+    def use_checkpoint_grid(self, interval_tokens: int) -> int | None:
+        """Recurrent groups holding one live state (checkpoints in cached-free blocks of a state
+        pool: the hkv and partitioned layouts) keep checkpoints only every `interval_tokens`
+        (a multiple of state_block_size) and at hit points. Returns the grid, None when no group
+        takes it (caching off, no such group: vLLM's layouts checkpoint every chunk end)."""
+        managers = [m for m in self.coordinator.managers
+                    if isinstance(m, RecurrentStateManager) and m.num_state_blocks == 1]
+        if not managers or not self.enable_caching:
+            return None
+        for m in managers:
+            m.checkpoint_interval = interval_tokens
+        return interval_tokens
+
+    def junction_len(self, request: Request) -> int:
+        """Where full attention's cached prefix of the request ends (its last lookup's closed hit,
+        kept at admission): a step stopping there leaves a checkpoint for the next request."""
+        rb = self._requests.get(request.request_id)
+        if rb is not None:
+            return rb.closed_hit_len
+        return self._lookups.get(request.request_id, (0, 0))[0]
+
     # ---- prefix cache ------------------------------------------------------------------------
 
     def get_computed_blocks(self, request: Request) -> ComputedBlocks:

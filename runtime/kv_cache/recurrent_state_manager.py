@@ -38,6 +38,10 @@ class RecurrentStateManager(KindManager):
                              f"got {group.num_state_blocks}")
         self.num_state_blocks = group.num_state_blocks
         self.nonempty_windows = True  # a hit needs the checkpoint block just before it
+        # 0: a checkpoint wherever a step stops on a boundary (vLLM's align mode). Else (see
+        # KVCacheManager.use_checkpoint_grid) only on multiples of this many tokens and at the
+        # request's hit points, so checkpoints do not churn through a small state pool.
+        self.checkpoint_interval = 0
 
     def num_skipped_blocks(self, num_computed: int) -> int:
         return max(0, cdiv(num_computed, self.block_size) - 1)
@@ -92,8 +96,17 @@ class RecurrentStateManager(KindManager):
         """Cache the live block as a checkpoint when the request stopped exactly on a boundary."""
         if num_computed == 0 or num_computed % self.block_size:
             return
+        interval = self.checkpoint_interval
+        if interval and num_computed % interval and not self._is_hit_point(rb, num_computed):
+            return
         pos = num_computed // self.block_size - 1
         blocks = rb.block_ids[self.group_id]
         if pos < len(blocks) and blocks[pos] != NULL_BLOCK_ID:
             self.pool.cache_block(blocks[pos], rb.request.block_hashes[(pos + 1) * self.hash_stride - 1],
                                   self.group_id)
+
+    def _is_hit_point(self, rb: RequestBlocks, num_computed: int) -> bool:
+        """Where a later request is expected to hit: the full-attention junction, the prompt's
+        last boundary (a next turn), the request's expected hit lengths (the same prompt again)."""
+        prompt_end = rb.request.num_prompt_tokens // self.block_size * self.block_size
+        return num_computed in (rb.closed_hit_len, prompt_end) or num_computed in rb.expected_hit_lens

@@ -60,6 +60,11 @@ class Scheduler:
         self.num_steps = 0
         self.num_preemptions = 0
         self._state_block_size = kv_cache_manager.state_block_size
+        # One-live-state recurrent groups: checkpoints every step's budget of tokens (a hit between
+        # two costs at most one step of recompute) and at hit points; None: at every chunk end.
+        size = self._state_block_size
+        self._checkpoint_grid = None if size is None else kv_cache_manager.use_checkpoint_grid(
+            max(size, self.config.max_num_batched_tokens // size * size))
         self._num_sent: dict[str, list[int]] = {}  # per running request: table lengths sent
         self._finished_ids: list[str] = []
         self._empty_block_ids = tuple(() for _ in range(kv_cache_manager.num_groups))
@@ -78,12 +83,23 @@ class Scheduler:
         request.status = RequestStatus.WAITING
         self.waiting.append(request)
 
-    def _chunk_len(self, start: int, num_new: int) -> int:
+    def _chunk_len(self, request: Request, start: int, num_new: int) -> int:
         """With recurrent checkpoints, end a step that crosses a state boundary on the last one
-        it crosses, so the state there can be cached."""
+        it crosses, so the state there can be cached. With a checkpoint grid, first stop at the
+        full-attention junction (a hit point), then on the grid, so the checkpoints a later hit
+        needs exist (vLLM 0.32 stops at the junction too: `_mamba_block_aligned_split`)."""
         size = self._state_block_size
         if size is not None:
-            end = (start + num_new) // size * size
+            stop = start + num_new
+            grid = self._checkpoint_grid
+            if grid is not None:
+                junction = self.kv.junction_len(request) // size * size
+                if start < junction < stop:
+                    return junction - start
+                on_grid = stop // grid * grid
+                if on_grid > start:
+                    return on_grid - start
+            end = stop // size * size
             if end > start:
                 return end - start
         return num_new
@@ -119,7 +135,7 @@ class Scheduler:
                 continue
             num_new = min(num_new, budget, max_chunk)
             if chunked:
-                num_new = self._chunk_len(computed, num_new)
+                num_new = self._chunk_len(request, computed, num_new)
             new_blocks = allocate_slots(request, num_new)
             while new_blocks is None:
                 victim = running.pop()
@@ -171,7 +187,7 @@ class Scheduler:
             num_new = request.num_tokens - computed.num_tokens
             if num_new > budget and not self.config.enable_chunked_prefill:
                 break
-            num_new = self._chunk_len(computed.num_tokens, min(num_new, budget, kv.in_flight_tokens))
+            num_new = self._chunk_len(request, computed.num_tokens, min(num_new, budget, kv.in_flight_tokens))
             if gated and not kv.can_admit(request, computed):
                 break
             new_blocks = kv.allocate_slots(request, num_new, computed.num_tokens, computed)
