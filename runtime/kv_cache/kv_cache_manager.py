@@ -17,9 +17,9 @@ from itertools import islice
 from math import lcm
 from typing import NamedTuple
 
-from hkv.planner.layout import Layout
+from hkv.planner.layout import BlockBound, Layout
 from hkv.runtime.kv_cache.block_hash import BlockHasher
-from hkv.runtime.kv_cache.block_pool import BlockPool
+from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
 from hkv.runtime.kv_cache.cache_stats import CacheStats
 from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
@@ -80,6 +80,10 @@ class KVCacheManager:
         self._num_query_tokens = 0
         self._num_hit_tokens = 0
         self._reserving = self.enable_caching and self.config.reserved_waiting_requests > 0
+        # hkv's exact bounds leave no slack in the gate (vLLM's over-charged local groups do), and
+        # its per-request prefill chunk keeps requests in prefill longer: its gate also counts
+        # the prompt blocks that admitted requests have yet to take (see can_admit).
+        self._gate_counts_prefills = any(g.bound is BlockBound.EXACT for g in layout.groups)
 
     @property
     def num_groups(self) -> int:
@@ -172,16 +176,33 @@ class KVCacheManager:
         groups capped at the Layout's per-request bound), less hit blocks other requests already
         hold. Blocks protected by
         group-aware eviction (released early by running requests) do not count as free unless
-        they are part of the hit. Reads only."""
+        they are part of the hit. With exact per-request bounds (the hkv layout) the blocks that
+        admitted requests still need for their prompts count as taken. Reads only."""
         seq_len = min(request.num_tokens, self.max_model_len)
         coordinator = self.coordinator
-        needs = [0] * len(coordinator.pool_list)
+        needs = self._pending_prompt_blocks() if self._gate_counts_prefills else [0] * len(coordinator.pool_list)
         for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
             need = m.group.admission_blocks(seq_len, self.in_flight_tokens)
             if computed is not None:
                 need -= m.pool.num_held_or_protected(computed.block_ids[m.group_id])
             needs[pool_index] += max(0, need)
         return coordinator.fits_unprotected(needs)
+
+    def _pending_prompt_blocks(self) -> list[int]:
+        """Per pool: blocks that requests still in prefill have yet to take before their whole
+        prompt is in (their admission counted them against free blocks, but they are taken only
+        chunk by chunk, so a later admission could count them again)."""
+        coordinator = self.coordinator
+        needs = [0] * len(coordinator.pool_list)
+        for rb in self._requests.values():
+            request = rb.request
+            if request.num_computed_tokens >= request.num_prompt_tokens:
+                continue
+            prompt_len = min(request.num_prompt_tokens, self.max_model_len)
+            for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
+                held = len(rb.block_ids[m.group_id]) - rb.block_ids[m.group_id].count(NULL_BLOCK_ID)
+                needs[pool_index] += max(0, m.group.admission_blocks(prompt_len, self.in_flight_tokens) - held)
+        return needs
 
     def admission_blocked(self, request: Request, hit_len: int | None = None) -> bool:
         """True when `can_admit` fails for this request whatever its prefix hit (`hit_len` None:
