@@ -23,7 +23,8 @@
    whose block is one request's states for all its layers (no padding), holds one live state per
    request (checkpoints live in cached-free blocks), and splits the budget between the two
    pools so both admit the same number of requests at max_model_len (or at the expected average
-   length when given).
+   length when given: a workload's mean, planner/workload_lengths.py; the state pool then also
+   keeps each request's checkpoints, see `checkpoints_per_request`).
 """
 
 from __future__ import annotations

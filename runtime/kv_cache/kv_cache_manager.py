@@ -17,6 +17,7 @@ from itertools import islice
 from math import lcm
 from typing import NamedTuple
 
+from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import BlockBound, Layout
 from hkv.runtime.kv_cache.block_hash import BlockHasher
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
@@ -82,8 +83,11 @@ class KVCacheManager:
         self._reserving = self.enable_caching and self.config.reserved_waiting_requests > 0
         # hkv's exact bounds leave no slack in the gate (vLLM's over-charged local groups do), and
         # its per-request prefill chunk keeps requests in prefill longer: its gate also counts
-        # the prompt blocks that admitted requests have yet to take (see can_admit).
+        # the blocks that admitted requests take next (see _promised_blocks).
         self._gate_counts_prefills = any(g.bound is BlockBound.EXACT for g in layout.groups)
+        self._full_groups_by_pool = [0] * len(self.coordinator.pool_list)  # groups that grow in decode
+        for m, pool_index in zip(self.coordinator.managers, self.coordinator.pool_index_of_group, strict=True):
+            self._full_groups_by_pool[pool_index] += m.kind is CacheKind.FULL
 
     @property
     def num_groups(self) -> int:
@@ -177,10 +181,10 @@ class KVCacheManager:
         hold. Blocks protected by
         group-aware eviction (released early by running requests) do not count as free unless
         they are part of the hit. With exact per-request bounds (the hkv layout) the blocks that
-        admitted requests still need for their prompts count as taken. Reads only."""
+        admitted requests take next count as taken (`_promised_blocks`). Reads only."""
         seq_len = min(request.num_tokens, self.max_model_len)
         coordinator = self.coordinator
-        needs = self._pending_prompt_blocks() if self._gate_counts_prefills else [0] * len(coordinator.pool_list)
+        needs = self._promised_blocks() if self._gate_counts_prefills else [0] * len(coordinator.pool_list)
         for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
             need = m.group.admission_blocks(seq_len, self.in_flight_tokens)
             if computed is not None:
@@ -188,20 +192,26 @@ class KVCacheManager:
             needs[pool_index] += max(0, need)
         return coordinator.fits_unprotected(needs)
 
-    def _pending_prompt_blocks(self) -> list[int]:
-        """Per pool: blocks that requests still in prefill have yet to take before their whole
-        prompt is in (their admission counted them against free blocks, but they are taken only
-        chunk by chunk, so a later admission could count them again)."""
+    def _promised_blocks(self) -> list[int]:
+        """Per pool: blocks the running requests take next. A request in prefill: the blocks of
+        its prompt it has yet to take (its admission counted them against free blocks, but they
+        are taken chunk by chunk, so a later admission could count them again). A decoding
+        request: its next block in each full-attention group (the growth a newcomer must not
+        take; how long the output runs is not known)."""
         coordinator = self.coordinator
         needs = [0] * len(coordinator.pool_list)
+        num_decoding = 0
         for rb in self._requests.values():
             request = rb.request
             if request.num_computed_tokens >= request.num_prompt_tokens:
+                num_decoding += 1
                 continue
             prompt_len = min(request.num_prompt_tokens, self.max_model_len)
             for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
                 held = len(rb.block_ids[m.group_id]) - rb.block_ids[m.group_id].count(NULL_BLOCK_ID)
                 needs[pool_index] += max(0, m.group.admission_blocks(prompt_len, self.in_flight_tokens) - held)
+        for pool_index, num_full in enumerate(self._full_groups_by_pool):
+            needs[pool_index] += num_full * num_decoding
         return needs
 
     def admission_blocked(self, request: Request, hit_len: int | None = None) -> bool:

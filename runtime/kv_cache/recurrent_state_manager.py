@@ -12,7 +12,9 @@ n; the next allocation moves the live state to a new block (the kernel copies, s
 `RequestBlocks.state_copies`) and the old block is cached under the hash at n: a checkpoint. A
 hit of p tokens needs only the checkpoint at p. A request holds at most `num_state_blocks` blocks: with
 one, the previous state is released before the next is allocated (it stays cached if it is a
-checkpoint, else it is usually popped straight back, i.e. updated in place).
+checkpoint, else it is usually popped straight back, i.e. updated in place). With a checkpoint
+grid (`checkpoint_interval`, set by the scheduler for one-live-state groups) only states on the
+grid or at the request's hit points are cached.
 """
 
 from __future__ import annotations
