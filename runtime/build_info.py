@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 
-# The block pool, the managers, the coordinator, the scheduler and the simulator loop: the
-# modules every simulated step goes through.
+# The block pool, the managers, the coordinator, the scheduler, the simulator loop and the
+# metrics it records per step: the modules every simulated step goes through.
 # Names are relative to hkv.runtime.
 COMPILED_MODULES = (
     "request",
@@ -22,6 +22,8 @@ COMPILED_MODULES = (
     "kv_cache.eviction", "kv_cache.lru_eviction",
     "kv_cache.group_aware_eviction", "kv_cache.kv_cache_manager",
     "scheduler.scheduler", "scheduler.scheduler_output", "simulation.simulator",
+    "simulation.metrics.step_cost", "simulation.metrics.kv_read", "simulation.metrics.time_series",
+    "simulation.metrics.admission_hits", "simulation.metrics.request_timing", "simulation.metrics.percentiles",
 )
 
 
