@@ -15,9 +15,10 @@ Pure: no I/O; callers pass (prompt_len, output_len) pairs (a trace source's `len
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hkv.planner.errors import InvalidInputError
+from hkv.planner.plan_config import PlanConfig
 
 
 @dataclass(frozen=True)
@@ -64,3 +65,11 @@ def split_len_of(pairs: Iterable[tuple[int, int]], max_model_len: int) -> int:
     """`WorkloadLengths.of(pairs).split_len(max_model_len)`: what `hkv simulate` sets as
     expected_avg_seq_len when replaying a trace without --expected-avg-seq-len."""
     return WorkloadLengths.of(pairs).split_len(max_model_len)
+
+
+def sized_for_workload(cfg: PlanConfig, pairs: Iterable[tuple[int, int]], max_model_len: int) -> PlanConfig:
+    """`cfg` with expected_avg_seq_len set to the workload's split length, unless it is already
+    set (--expected-avg-seq-len or EXPECTED_AVERAGE_SEQ_LENGTH win; `pairs` is then not read)."""
+    if cfg.expected_avg_seq_len is not None:
+        return cfg
+    return replace(cfg, expected_avg_seq_len=split_len_of(pairs, max_model_len))

@@ -87,7 +87,7 @@ class KVCacheManager:
         self._gate_counts_prefills = any(g.bound is BlockBound.EXACT for g in layout.groups)
         self._full_groups_by_pool = [0] * len(self.coordinator.pool_list)  # groups that grow in decode
         for m, pool_index in zip(self.coordinator.managers, self.coordinator.pool_index_of_group, strict=True):
-            self._full_groups_by_pool[pool_index] += m.kind is CacheKind.FULL
+            self._full_groups_by_pool[pool_index] += int(m.kind is CacheKind.FULL)
 
     @property
     def num_groups(self) -> int:

@@ -9,7 +9,7 @@ from hkv.planner.errors import InvalidInputError
 from hkv.planner.hkv_layout import checkpoint_grid_len, checkpoints_per_request
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.workload_lengths import WorkloadLengths, split_len_of
+from hkv.planner.workload_lengths import WorkloadLengths, sized_for_workload, split_len_of
 
 GIB = 2**30
 
@@ -21,6 +21,12 @@ def test_split_len_is_the_mean_request_length():
     assert lengths.split_len(max_model_len=4096) == 154
     assert split_len_of(iter([(100, 20), (300, 40), (1, 1)]), 4096) == 154
     assert lengths.split_len(max_model_len=128) == 128  # never past max_model_len
+
+
+def test_a_given_expected_length_wins_over_the_workload():
+    assert sized_for_workload(PlanConfig(), [(100, 20), (300, 40)], 4096).expected_avg_seq_len == 230
+    given = PlanConfig(expected_avg_seq_len=1000)
+    assert sized_for_workload(given, [(100, 20)], 4096) is given
 
 
 def test_a_workload_without_requests_is_refused():
