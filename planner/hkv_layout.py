@@ -114,6 +114,10 @@ def build_hkv_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) ->
 
     notes.append(f"state pool sized for requests of {split_len:,} tokens"
                  + (f", each with {checkpoints} cached checkpoint(s)" if checkpoints else ""))
+    if not cfg.expected_avg_seq_len:
+        notes.append("state pool sized for max-length requests: it caps how many shorter requests "
+                     "run at once; size it for a workload with expected_avg_seq_len "
+                     "(hkv simulate sizes it from the trace it replays)")
     balanced = layout_with(0)
     return _with_sustained_states(balanced, layout_with, SustainedSetup(
         budget.max_num_batched_tokens, budget.max_num_seqs, cfg.output_len), max_len)
