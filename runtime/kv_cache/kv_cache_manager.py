@@ -18,7 +18,7 @@ from math import lcm
 from typing import NamedTuple
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.layout import BlockBound, Layout
+from hkv.planner.layout import BlockBound, Layout, cdiv
 from hkv.runtime.kv_cache.block_hash import BlockHasher
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
@@ -85,9 +85,13 @@ class KVCacheManager:
         # its per-request prefill chunk keeps requests in prefill longer: its gate also counts
         # the blocks that admitted requests take next (see _promised_blocks).
         self._gate_counts_prefills = any(g.bound is BlockBound.EXACT for g in layout.groups)
-        self._full_groups_by_pool = [0] * len(self.coordinator.pool_list)  # groups that grow in decode
-        for m, pool_index in zip(self.coordinator.managers, self.coordinator.pool_index_of_group, strict=True):
-            self._full_groups_by_pool[pool_index] += int(m.kind is CacheKind.FULL)
+        # (pool index, block size) of each full-attention group: the groups that grow in decode
+        self._full_groups: list[tuple[int, int]] = [
+            (pool_index, m.block_size)
+            for m, pool_index in zip(self.coordinator.managers, self.coordinator.pool_index_of_group, strict=True)
+            if m.kind is CacheKind.FULL]
+        self._num_finished = 0  # requests finished (note_finished) and their output tokens
+        self._num_finished_output_tokens = 0
 
     @property
     def num_groups(self) -> int:
@@ -196,23 +200,31 @@ class KVCacheManager:
         """Per pool: blocks the running requests take next. A request in prefill: the blocks of
         its prompt it has yet to take (its admission counted them against free blocks, but they
         are taken chunk by chunk, so a later admission could count them again). A decoding
-        request: its next block in each full-attention group (the growth a newcomer must not
-        take; how long the output runs is not known)."""
+        request: in each full-attention group, the blocks it grows by until its output reaches
+        the mean output of the requests finished so far, at least its next block (its own
+        output length is not known, as a real scheduler does not know it)."""
         coordinator = self.coordinator
         needs = [0] * len(coordinator.pool_list)
-        num_decoding = 0
+        mean_output_len = self._num_finished_output_tokens // self._num_finished if self._num_finished else 0
         for rb in self._requests.values():
             request = rb.request
-            if request.num_computed_tokens >= request.num_prompt_tokens:
-                num_decoding += 1
+            num_computed = request.num_computed_tokens
+            if num_computed >= request.num_prompt_tokens:
+                left = max(0, mean_output_len - (request.num_tokens - request.num_prompt_tokens))
+                for pool_index, block_size in self._full_groups:
+                    needs[pool_index] += max(1, cdiv(num_computed + left, block_size) - cdiv(num_computed, block_size))
                 continue
             prompt_len = min(request.num_prompt_tokens, self.max_model_len)
             for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
                 held = len(rb.block_ids[m.group_id]) - rb.block_ids[m.group_id].count(NULL_BLOCK_ID)
                 needs[pool_index] += max(0, m.group.admission_blocks(prompt_len, self.in_flight_tokens) - held)
-        for pool_index, num_full in enumerate(self._full_groups_by_pool):
-            needs[pool_index] += num_full * num_decoding
         return needs
+
+    def note_finished(self, request: Request) -> None:
+        """The scheduler finished `request` (not a preemption): its output length feeds the
+        admission gate's estimate of how far decoding requests still grow."""
+        self._num_finished += 1
+        self._num_finished_output_tokens += request.num_tokens - request.num_prompt_tokens
 
     def admission_blocked(self, request: Request, hit_len: int | None = None) -> bool:
         """True when `can_admit` fails for this request whatever its prefix hit (`hit_len` None:

@@ -268,6 +268,7 @@ class Scheduler:
             done = {id(r) for r in finished}
             self.running = [r for r in self.running if id(r) not in done]
             for request in finished:
+                self.kv.note_finished(request)
                 self.kv.free(request)
                 request.status = RequestStatus.FINISHED
                 self._num_sent.pop(request.request_id, None)
