@@ -163,6 +163,7 @@ def simulate_command(
     for line in trace_notes(trace_summary) if trace_summary is not None else [too_long_note(too_long)]:
         if line:
             note(line)
+    cfg, the_plan, sized_note = _sized_for_workload(spec, cfg, the_plan, requests, max_model_len, sweep_split)
     step_cost, fixed_why = step_cost_for_plan(the_plan)  # None: the fixed step model, for the reason given
     if step_cost is None:
         note(f"step times from the fixed model, not the roofline estimate: {fixed_why}")
@@ -176,6 +177,8 @@ def simulate_command(
     reports, failures, interrupted = _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg)
     if not reports and not interrupted:
         raise UserError(_none_finished(failures))
+    if sized_note and reports:
+        note(sized_note)
     for f in failures:
         note(f"layout {f.layout} could not replay the workload: {f.reason}")
     if interrupted:
@@ -185,6 +188,7 @@ def simulate_command(
                     "reports": [asdict(r) for r in reports], "failed": [asdict(f) for f in failures],
                     "interrupted": interrupted,
                     "trace": None if trace_summary is None else asdict(trace_summary),
+                    "expected_avg_seq_len": cfg.expected_avg_seq_len,
                     "skipped_too_long": None if too_long is None else asdict(too_long)})
     else:
         from hkv.cli.render_simulation import render_simulation
@@ -199,6 +203,24 @@ def simulate_command(
         save_simulation_svg(reports, svg_path, f"hkv simulate {spec.name}: time series")
     if interrupted:
         raise typer.Exit(130)
+
+
+def _sized_for_workload(spec, cfg, the_plan, requests, max_model_len, sweep_split):
+    """(cfg, plan) with the split pools sized for the replayed workload's mean request length
+    (planner/workload_lengths.py), unless --expected-avg-seq-len (or its env var) set it or the
+    split is being swept, and the note to print with the results (None: not sized). The vllm
+    layouts do not depend on it."""
+    from hkv.planner.workload_lengths import sized_for_workload
+
+    if cfg.expected_avg_seq_len is not None or sweep_split:
+        return cfg, the_plan, None
+    if not any(len(r.layout.pools) > 1 for r in the_plan.reports.values()):
+        return cfg, the_plan, None  # no layout splits its budget: nothing to size
+    pairs = requests.lengths() if hasattr(requests, "lengths") else ((r.prompt_len, r.output_len) for r in requests)
+    sized = sized_for_workload(cfg, pairs, max_model_len)
+    line = (f"split pools (hkv, partitioned) sized for this workload's mean request of "
+            f"{sized.expected_avg_seq_len:,} tokens (--expected-avg-seq-len sets another)")
+    return sized, plan(spec, sized), line
 
 
 @dataclass(frozen=True)
