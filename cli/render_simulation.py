@@ -23,6 +23,7 @@ def render_simulation(reports: list[SimulationReport], console: Console) -> None
         ("tokens processed", lambda r: f"{r.num_tokens_processed:,}"),
         ("running peak / mean", lambda r: f"{r.peak_running} / {r.mean_running:.1f}"),
         ("preemptions", lambda r: f"{r.num_preemptions:,}"),
+        ("eviction policy", lambda r: r.eviction_policy),
         ("prefix hit rate (first admissions)", lambda r: f"{r.hits.first_admission_hit_rate:.1%}"),
         ("hits found on re-admission", lambda r: f"{r.hits.readmission_hit_share:.1%} of hit tokens"),
         ("hit rate, all admissions", lambda r: f"{r.prefix_hit_rate:.1%}"),

@@ -91,7 +91,18 @@ ProbeOpt = Annotated[bool, typer.Option(
                              "(exit 3 when they differ)")]
 SweepOpt = Annotated[bool, typer.Option(
     "--sweep-split", help="partitioned: try pool splits and report the best for the workload")]
-EvictionOpt = Annotated[EvictionPolicy, typer.Option("--eviction", help="eviction policy")]
+class EvictionChoice(str, Enum):
+    """--eviction: a policy, or `auto` (runtime/kv_cache/default_eviction.py: LRU for a layout
+    with recurrent groups, group-aware otherwise, as measured on the Mooncake trace)."""
+
+    AUTO = "auto"
+    LRU = EvictionPolicy.LRU.value
+    GROUP_AWARE = EvictionPolicy.GROUP_AWARE.value
+
+
+EvictionOpt = Annotated[EvictionChoice, typer.Option(
+    "--eviction", help="eviction policy; auto: lru for layouts with recurrent state, group_aware otherwise "
+                       "(what won on the Mooncake trace)")]
 SimSvgOpt = Annotated[str | None, typer.Option(
     "--svg", metavar="FILE", help="also draw the time series (running, waiting, KV use, hit rate; a line per "
                                   "layout) as an SVG picture [default: none]")]
@@ -104,7 +115,7 @@ def simulate_command(
     trace_window: TraceWindowOpt = None, trace_block_size: TraceBlockOpt = MOONCAKE_BLOCK_SIZE,
     layout: SimLayoutOpt = SimulateLayout("hkv"),  # type: ignore[assignment]
     probe_capacity_flag: ProbeOpt = False, sweep_split: SweepOpt = False,
-    eviction: EvictionOpt = EvictionPolicy.GROUP_AWARE,
+    eviction: EvictionOpt = EvictionChoice.AUTO,
     gpu: GpuOpt = None, gpu_memory: GpuMemoryOpt = None, gpu_memory_utilization: UtilOpt = None,
     available_kv_memory: AvailableOpt = None, tp: TpOpt = None, pp: PpOpt = None,
     dtype: DtypeOpt = None, kv_cache_dtype: KvDtypeOpt = None, mamba_ssm_dtype: SsmDtypeOpt = None,
@@ -169,12 +180,15 @@ def simulate_command(
         note(f"step times from the fixed model, not the roofline estimate: {fixed_why}")
     sim_cfg = SimulationConfig(
         scheduler=SchedulerConfig(the_plan.budget.max_num_batched_tokens, the_plan.budget.max_num_seqs),
-        cache=CacheConfig(enable_caching=cfg.enable_prefix_caching is not False, eviction_policy=eviction),
+        cache=CacheConfig(enable_caching=cfg.enable_prefix_caching is not False,
+                          eviction_policy=EvictionPolicy.GROUP_AWARE if eviction is EvictionChoice.AUTO
+                          else EvictionPolicy(eviction.value)),
         step_cost=step_cost)
     if sweep_split:
         _sweep(spec, cfg, requests, sim_cfg, output_format, assumed)
         return
-    reports, failures, interrupted = _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg)
+    reports, failures, interrupted = _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg,
+                                                  auto_eviction=eviction is EvictionChoice.AUTO)
     if not reports and not interrupted:
         raise UserError(_none_finished(failures))
     if sized_note and reports:
@@ -255,9 +269,12 @@ def _workload(workload, trace, max_model_len, trace_args: TraceArgs):
     return requests, None, too_long
 
 
-def _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg):
+def _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg, auto_eviction=False):
     """Each layout replays the workload in turn: (reports, failures, interrupted). Ctrl-C stops
-    the run and keeps the reports of every layout run so far (the last one's partial)."""
+    the run and keeps the reports of every layout run so far (the last one's partial). With
+    `auto_eviction` each layout gets default_eviction_policy(layout)."""
+    from hkv.runtime.kv_cache.default_eviction import default_eviction_policy
+
     reports, failures = [], []
     try:
         for name in names:
@@ -268,6 +285,8 @@ def _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg):
                 failures.append(LayoutFailure(name, user_message(err), 0))
                 continue
             caching = replace(sim_cfg.cache, enable_caching=layout_prefix_caching(name, spec, cfg))
+            if auto_eviction:
+                caching = replace(caching, eviction_policy=default_eviction_policy(layout))
             outcome = _run_one(layout, requests, replace(sim_cfg, cache=caching))
             if isinstance(outcome, LayoutFailure):
                 failures.append(outcome)

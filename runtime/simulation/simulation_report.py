@@ -52,3 +52,4 @@ class SimulationReport:
     evictions: Evictions  # in tokens of the attention stack and states of the recurrent stack
     timing: TimingSummary  # per-request queueing delay, TTFT proxy, latency percentiles; throughput
     time_series: TimeSeries  # running, waiting, KV use, hit rate over simulated time (<= 1,000 points)
+    eviction_policy: str  # "lru" or "group_aware" (EvictionPolicy), as this layout ran

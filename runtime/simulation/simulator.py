@@ -284,5 +284,6 @@ class Simulator:
             evictions=evictions_of(self.layout.groups, evicted),
             timing=self._timings.summary(),
             time_series=self._series.series(),
+            eviction_policy=self.config.cache.eviction_policy.value,
         )
 

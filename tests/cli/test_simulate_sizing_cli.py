@@ -29,3 +29,11 @@ def test_expected_avg_seq_len_wins_over_the_trace(tmp_path):
     doc, stderr = _run(tmp_path, "--expected-avg-seq-len", "5000")
     assert doc["expected_avg_seq_len"] == 5000
     assert "sized for this workload" not in stderr
+
+
+def test_auto_eviction_by_layout(tmp_path):
+    # Qwen3-Next's layouts hold recurrent state: LRU unless --eviction says otherwise.
+    doc, _ = _run(tmp_path)
+    assert doc["reports"][0]["eviction_policy"] == "lru"
+    doc, _ = _run(tmp_path, "--eviction", "group_aware")
+    assert doc["reports"][0]["eviction_policy"] == "group_aware"
