@@ -227,24 +227,30 @@ def test_no_layout_finished_is_one_line_naming_it():
          "request running")]
 
 
-def test_interrupted_run_prints_one_line_and_the_partial_reports(monkeypatch):
-    from hkv.runtime.simulation import simulator
+def test_interrupted_run_prints_one_line_and_the_partial_reports(monkeypatch, tmp_path):
+    # Ctrl-C arrives while the second layout pulls its third request. The trace reader is pure
+    # Python in every build, so the interrupt reaches a compiled Simulator too.
+    from hkv.runtime.simulation.traces import trace_source
 
-    real = simulator.Simulator._record
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(f'{{"arrival": {i}, "prompt_len": 64, "output_len": 4}}\n' for i in range(4)))
+    real_iter = trace_source.TraceSource.__iter__
+    passes = []
 
-    def interrupt_in_the_second_layout(self, num_batched_tokens):
-        real(self, num_batched_tokens)
-        if self.layout.name == "vllm":
-            raise KeyboardInterrupt
+    def interrupted_second_pass(self):
+        passes.append(1)
+        for n, request in enumerate(real_iter(self)):
+            if len(passes) == 2 and n == 2:
+                raise KeyboardInterrupt
+            yield request
 
-    monkeypatch.setattr(simulator.Simulator, "_record", interrupt_in_the_second_layout)
-    result = runner.invoke(app, BASE + ["--workload", "fixed:n=4,prompt=64,output=4", "--layout", "all",
-                                        "--format", "json"])
+    monkeypatch.setattr(trace_source.TraceSource, "__iter__", interrupted_second_pass)
+    result = runner.invoke(app, BASE + ["--trace", str(trace), "--layout", "all", "--format", "json"])
     assert result.exit_code == 130
     assert "hkv: interrupted: partial results of the 2 layout(s) run so far" in result.stderr.splitlines()
     reports = json.loads(result.stdout)["reports"]
     assert [(r["layout"], r["interrupted"]) for r in reports] == [("hkv", False), ("vllm", True)]
-    assert reports[1]["num_finished"] < 4
+    assert reports[0]["num_finished"] == 4 and reports[1]["num_finished"] < 4
 
 
 @pytest.mark.parametrize("args, fragment", [
