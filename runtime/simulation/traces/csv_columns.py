@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Iterable, Iterator
 
-from hkv.runtime.simulation.traces.trace_row import LineError, LineSkip, RowOrIssue, TraceRow
+from hkv.runtime.simulation.traces.trace_row import LineError, LineSkip, RowOrIssue, TraceRow, parsed_rows
 
 
 def header_cells(line: str) -> list[str]:
@@ -42,12 +42,4 @@ def csv_cells(lines: Iterable[str], columns: tuple[str, ...]) -> Iterator[tuple[
 def csv_rows(lines: Iterable[str], columns: tuple[str, ...],
              row: Callable[[int, list[str]], TraceRow | LineSkip]) -> Iterator[RowOrIssue]:
     """`row(line number, the cells of columns)` per row; its ValueError is that line's LineError."""
-    for item in csv_cells(lines, columns):
-        if isinstance(item, LineError):
-            yield item
-            continue
-        number, cells = item
-        try:
-            yield row(number, cells)
-        except ValueError as err:
-            yield LineError(number, str(err))
+    return parsed_rows(csv_cells(lines, columns), row, (ValueError,))

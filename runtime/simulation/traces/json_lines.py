@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from hkv.runtime.simulation.traces.trace_row import LineError, LineSkip, RowOrIssue, TraceRow
+from hkv.runtime.simulation.traces.trace_row import LineError, LineSkip, RowOrIssue, TraceRow, parsed_rows
 
 
 def json_objects(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]] | LineError]:
@@ -28,12 +28,4 @@ def json_objects(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]] | 
 def json_rows(lines: Iterable[str],
               row: Callable[[int, dict[str, Any]], TraceRow | LineSkip]) -> Iterator[RowOrIssue]:
     """`row(line number, object)` per object; its ValueError or KeyError is that line's LineError."""
-    for item in json_objects(lines):
-        if isinstance(item, LineError):
-            yield item
-            continue
-        number, obj = item
-        try:
-            yield row(number, obj)
-        except (ValueError, KeyError) as err:
-            yield LineError(number, str(err))
+    return parsed_rows(json_objects(lines), row, (ValueError, KeyError))

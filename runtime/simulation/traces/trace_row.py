@@ -3,8 +3,11 @@ the trace itself marks as not served) or a LineError (a line hkv cannot read).""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
+
+Fields = TypeVar("Fields")  # what a format's parser hands its row function: cells, an object
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +49,18 @@ class LineError:
 
 
 RowOrIssue = TraceRow | LineSkip | LineError
+
+
+def parsed_rows(items: Iterable[tuple[int, Fields] | LineError], row: Callable[[int, Fields], TraceRow | LineSkip],
+                errors: tuple[type[Exception], ...]) -> Iterator[RowOrIssue]:
+    """`row(line number, fields)` per parsed line, the parser's LineErrors passed through; an
+    exception of `errors` raised by `row` is that line's LineError."""
+    for item in items:
+        if isinstance(item, LineError):
+            yield item
+            continue
+        number, fields = item
+        try:
+            yield row(number, fields)
+        except errors as err:
+            yield LineError(number, str(err))
