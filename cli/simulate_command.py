@@ -145,6 +145,7 @@ def simulate_command(
     # The runtime is imported here, not at module level, so `hkv plan` starts without it.
     from hkv.runtime.scheduler.scheduler import SchedulerConfig
     from hkv.runtime.simulation.metrics.plan_step_cost import step_cost_for_plan
+    from hkv.runtime.kv_cache.default_eviction import default_eviction_policy
     from hkv.runtime.simulation.simulator import SimulationConfig
 
     options = PlanOptions.from_args(locals(), layout=None)
@@ -181,14 +182,13 @@ def simulate_command(
     sim_cfg = SimulationConfig(
         scheduler=SchedulerConfig(the_plan.budget.max_num_batched_tokens, the_plan.budget.max_num_seqs),
         cache=CacheConfig(enable_caching=cfg.enable_prefix_caching is not False,
-                          eviction_policy=EvictionPolicy.GROUP_AWARE if eviction is EvictionChoice.AUTO
-                          else EvictionPolicy(eviction.value)),
+                          eviction_policy=default_eviction_policy(the_plan.primary.layout)
+                          if eviction is EvictionChoice.AUTO else EvictionPolicy(eviction.value)),
         step_cost=step_cost)
     if sweep_split:
         _sweep(spec, cfg, requests, sim_cfg, output_format, assumed)
         return
-    reports, failures, interrupted = _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg,
-                                                  auto_eviction=eviction is EvictionChoice.AUTO)
+    reports, failures, interrupted = _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg)
     if not reports and not interrupted:
         raise UserError(_none_finished(failures))
     if sized_note and reports:
@@ -269,12 +269,9 @@ def _workload(workload, trace, max_model_len, trace_args: TraceArgs):
     return requests, None, too_long
 
 
-def _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg, auto_eviction=False):
+def _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg):
     """Each layout replays the workload in turn: (reports, failures, interrupted). Ctrl-C stops
-    the run and keeps the reports of every layout run so far (the last one's partial). With
-    `auto_eviction` each layout gets default_eviction_policy(layout)."""
-    from hkv.runtime.kv_cache.default_eviction import default_eviction_policy
-
+    the run and keeps the reports of every layout run so far (the last one's partial)."""
     reports, failures = [], []
     try:
         for name in names:
@@ -285,8 +282,6 @@ def _run_layouts(names, the_plan, spec, cfg, requests, sim_cfg, auto_eviction=Fa
                 failures.append(LayoutFailure(name, user_message(err), 0))
                 continue
             caching = replace(sim_cfg.cache, enable_caching=layout_prefix_caching(name, spec, cfg))
-            if auto_eviction:
-                caching = replace(caching, eviction_policy=default_eviction_policy(layout))
             outcome = _run_one(layout, requests, replace(sim_cfg, cache=caching))
             if isinstance(outcome, LayoutFailure):
                 failures.append(outcome)

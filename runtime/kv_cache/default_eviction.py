@@ -12,7 +12,8 @@ Group-aware eviction protects what a running request releases early at a branch 
 sliding windows that is a window a shared prefix needs, and it wins (also on the synthetic
 sessions and shared-prompt workloads of bench_simulate.py). With recurrent groups the early
 releases are old checkpoints, and protecting them cost hits on the trace. So: LRU for a layout
-with a recurrent group, group-aware otherwise.
+with a recurrent group, group-aware otherwise. Every layout of a model has the same kinds, so
+`hkv simulate` asks its primary layout once.
 """
 
 from __future__ import annotations

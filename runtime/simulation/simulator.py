@@ -129,8 +129,7 @@ class Simulator:
                 timings.arrival_s[index] = ready_s
                 scheduler.add_request(request)
             if not scheduler.has_unfinished_requests:
-                upcoming = [t for t in (ready[0][0] if ready else None,
-                                        pending.arrival_s if pending is not None else None) if t is not None]
+                upcoming = ([ready[0][0]] if ready else []) + ([pending.arrival_s] if pending is not None else [])
                 if not upcoming:
                     if dependents:
                         raise RuntimeError("simulation stalled: requests wait on requests that never arrived")
