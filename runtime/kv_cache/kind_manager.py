@@ -133,6 +133,12 @@ class KindManager:
         num_held = len(rb.block_ids[self.group_id]) + len(hit_blocks)
         return max(0, cdiv(num_tokens, self.block_size) - num_held)
 
+    def max_blocks_to_pop(self, rb: RequestBlocks, num_tokens: int) -> int:
+        """At most how many blocks, per group of the batch, an allocation to `num_tokens` slots
+        pops from the pool, counting nothing it returns first (a bound that holds whatever other
+        requests release or take in between)."""
+        return max(0, cdiv(num_tokens, self.block_size) - len(rb.block_ids[self.group_id]))
+
     def allocate_new_blocks(self, rb: RequestBlocks, num_tokens: int,
                             num_main_tokens: int) -> list[list[int]]:
         """Append blocks so every table of the batch covers `num_tokens` tokens; returns the new

@@ -199,6 +199,14 @@ class KVCacheCoordinator:
             needs[pool_index] += need
         return needs
 
+    def max_blocks_to_pop(self, rb: RequestBlocks, num_tokens: int) -> list[int]:
+        """Per pool (in `pool_list` order): at most how many blocks an allocation of the request
+        (holding blocks, no hit) to `num_tokens` slots pops, releases not counted."""
+        pops = [0] * len(self.pool_list)
+        for m, pool_index in zip(self.leads, self._lead_pool_index, strict=True):
+            pops[pool_index] += m.max_blocks_to_pop(rb, num_tokens) * len(m.gids)
+        return pops
+
     def fits(self, needs: list[int]) -> bool:
         pools = self.pool_list
         if len(pools) == 1:

@@ -337,6 +337,20 @@ class KVCacheManager:
         if self.enable_caching:
             self.eviction.note_admission(rb, hit_len)
 
+    def surely_fit(self, requests: Sequence[Request], num_new_tokens: int) -> bool:
+        """Whether `allocate_slots(request, num_new_tokens)` (no hit, no lookahead) of each of
+        these requests (all holding blocks), one after another, is sure to succeed: the blocks
+        they may pop together are free in every pool now (what they release first, or evict
+        from the free queue, only helps). Reads only."""
+        coordinator = self.coordinator
+        totals = [0] * len(coordinator.pool_list)
+        max_model_len = self.max_model_len
+        for request in requests:
+            rb = self._requests[request.request_id]
+            num_tokens = min(request.num_computed_tokens + num_new_tokens, max_model_len)
+            totals = [t + n for t, n in zip(totals, coordinator.max_blocks_to_pop(rb, num_tokens), strict=True)]
+        return coordinator.fits(totals)
+
     def is_steady(self, request: Request, num_new_tokens: int) -> bool:
         """Whether `allocate_slots(request, num_new_tokens)` (no hit, no lookahead) would have
         nothing to cache, release or allocate and no state copy waits: the step needs nothing

@@ -72,6 +72,10 @@ class RecurrentStateManager(KindManager):
         num_returned = sum(ref == 1 for _, ref in held[:num_released])
         return 1 - num_returned
 
+    def max_blocks_to_pop(self, rb: RequestBlocks, num_tokens: int) -> int:
+        """One new live state when the allocation reaches a new position, else none."""
+        return int(cdiv(num_tokens, self.block_size) > len(rb.block_ids[self.group_id]))
+
     def allocate_new_blocks(self, rb: RequestBlocks, num_tokens: int,
                             num_main_tokens: int) -> list[list[int]]:
         """(Recurrent groups are batches of one.)"""

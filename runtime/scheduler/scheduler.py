@@ -19,6 +19,7 @@ from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS
 from hkv.runtime.errors import OutOfBlocksError, RequestTooLongError
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager, NewBlocks
 from hkv.runtime.request import Request, RequestStatus
+from hkv.runtime.scheduler.decode_run import DecodeRun, SampledTokens
 from hkv.runtime.scheduler.scheduler_output import ScheduledRequest, SchedulerOutput
 
 _new_entry = partial(tuple.__new__, ScheduledRequest)  # ScheduledRequest from one tuple, at C speed
@@ -265,12 +266,35 @@ class Scheduler:
                     or num_tokens >= max_model_len):
                 finished.append(request)
         if finished:
-            done = {id(r) for r in finished}
-            self.running = [r for r in self.running if id(r) not in done]
-            for request in finished:
-                self.kv.note_finished(request)
-                self.kv.free(request)
-                request.status = RequestStatus.FINISHED
-                self._num_sent.pop(request.request_id, None)
-                self._finished_ids.append(request.request_id)
+            self._finish(finished)
         return finished
+
+    def _finish(self, finished: list[Request]) -> None:
+        """Finish (and free) these running requests, in this order."""
+        done = {id(r) for r in finished}
+        self.running = [r for r in self.running if id(r) not in done]
+        for request in finished:
+            self.kv.note_finished(request)
+            self.kv.free(request)
+            request.status = RequestStatus.FINISHED
+            self._num_sent.pop(request.request_id, None)
+            self._finished_ids.append(request.request_id)
+
+    def decode_run(self, sampled_tokens: SampledTokens) -> DecodeRun | None:
+        """A DecodeRun from this step on (see decode_run.py), or None when the next step is not
+        one of its steps: a request waits, one is in prefill or new to the runner, a batch is
+        in flight, or the running requests exceed the token budget. `sampled_tokens(request,
+        count)`: the request's next `count` sampled tokens."""
+        running = self.running
+        if (self.waiting or not running or self._last_output is not None
+                or len(running) > self.config.max_num_batched_tokens):
+            return None
+        num_sent = self._num_sent
+        for request in running:
+            computed = request.num_computed_tokens
+            # Decoding: one token in flight, the prompt computed (its last token's step emits the
+            # first output, which the caller times), the tables already sent.
+            if (len(request.token_ids) - computed != 1 or computed < request.num_prompt_tokens
+                    or request.request_id not in num_sent):
+                return None
+        return DecodeRun(self, sampled_tokens)

@@ -8,6 +8,10 @@ bandwidth, or FLOPs at its throughput, whichever is longer), else the fixed mode
 that depends on another (the next turn of a session) arrives when that one has finished, at the
 earliest.
 
+Steps in which every running request decodes and nothing waits (most of a replay) are taken
+through the scheduler's DecodeRun: event by event, with time and metrics still summed step by
+step, so a replay costs per block boundary and per finish rather than per request-step.
+
 Besides counts the report carries metrics/'s measures: hits by first admission and
 re-admission (from the scheduler's `is_new` entries), evictions in tokens, per-request queueing
 delay / TTFT proxy / latency percentiles and throughput, and a bounded time series. Their
@@ -32,6 +36,7 @@ from hkv.runtime.build_info import runtime_build
 from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
 from hkv.runtime.request import Request
+from hkv.runtime.scheduler.decode_run import DecodeRun
 from hkv.runtime.scheduler.scheduler import Scheduler, SchedulerConfig
 from hkv.runtime.scheduler.scheduler_output import ScheduledRequest, SchedulerOutput
 from hkv.runtime.simulation.metrics.admission_hits import AdmissionCounter
@@ -45,6 +50,7 @@ from hkv.runtime.simulation.workload_request import WorkloadRequest
 
 ProgressFn = Callable[[int, int | None], None]  # (finished requests, total requests if known)
 Live = tuple[Request, Sequence[int], int]  # a request in the scheduler, its planned outputs, its index
+_NEVER = float("inf")  # no request is yet to arrive
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,10 @@ class SimulationConfig:
     check_integrity_every: int = 0  # steps; 0 = never (tests set it)
     step_cost: StepCost | None = None  # the roofline estimate (a plan and a GPU give it)
     series_max_points: int = DEFAULT_MAX_POINTS
+    # Steps where every running request decodes and nothing waits go through a DecodeRun (event
+    # by event, scheduler/decode_run.py); False steps every request one at a time through
+    # Scheduler.schedule, the reference the runs are checked against (same report).
+    decode_runs: bool = True
 
 
 class Simulator:
@@ -94,6 +104,7 @@ class Simulator:
         self._kv_read = None if step_cost is None else KvReadModel.from_layout(layout, list(self.kv.pools))
         self._context_tokens = 0  # computed tokens of the running requests (roofline only)
         self._compute_bound_steps = 0
+        self.num_decode_run_steps = 0  # steps taken through DecodeRuns (for tests and benchmarks)
 
     def run(self, progress: ProgressFn | None = None) -> SimulationReport:
         start = time.perf_counter()
@@ -116,6 +127,12 @@ class Simulator:
         scheduler = self.scheduler
         timings = self._timings
         live: dict[str, Live] = {}
+
+        def sampled_tokens(request: Request, count: int) -> Sequence[int]:
+            planned = live[request.request_id][1]
+            num_out = len(request.token_ids) - request.num_prompt_tokens
+            return planned[num_out:num_out + count]
+
         while pending is not None or ready or scheduler.has_unfinished_requests:
             # Pull every request that has arrived by now (and the next one, to know when it comes).
             while pending is not None and pending.arrival_s <= self.now_s:
@@ -136,6 +153,14 @@ class Simulator:
                     break
                 self.now_s = max(self.now_s, min(upcoming))
                 continue
+            run = scheduler.decode_run(sampled_tokens) if cfg.decode_runs else None
+            if run is not None:
+                upcoming_s = min(ready[0][0] if ready else _NEVER, pending.arrival_s if pending is not None else _NEVER)
+                taken = self._decode_run(run, upcoming_s, ready, live, dependents, finish_s, progress, total)
+                run.close()
+                self.num_decode_run_steps += taken
+                if taken:
+                    continue  # else its first step may preempt: schedule() takes it
             output = scheduler.schedule()
             sampled = {}
             first_tokens: list[int] = []  # indices of the requests emitting their first token
@@ -152,24 +177,18 @@ class Simulator:
             if self._kv_read is None:
                 self.now_s += cfg.step_base_s + cfg.step_per_token_s * output.num_batched_tokens
             else:
-                self.now_s += self._roofline_step_s(output)  # before update: the step's blocks
+                if output.preempted_request_ids:  # preempted requests dropped their computed tokens
+                    self._context_tokens = sum(r.num_computed_tokens for r in scheduler.running)
+                # Before update: the step's blocks.
+                self.now_s += self._roofline_step_s(output.num_batched_tokens, len(output.scheduled))
             finished = scheduler.update_from_output(output, sampled)
             self._record(output.num_batched_tokens)
             for index in first_tokens:
                 timings.first_token_s[index] = self.now_s
             if self._kv_read is not None:
                 self._context_tokens += output.num_batched_tokens
-            for req in finished:
-                _, _, index = live.pop(req.request_id)
-                self._finished += 1
-                finish_s[index] = self.now_s
-                timings.finish_s[index] = self.now_s
-                if self._kv_read is not None:
-                    self._context_tokens -= req.num_computed_tokens
-                for j, wr in dependents.pop(index, ()):
-                    heapq.heappush(ready, (max(wr.arrival_s, self.now_s), j, wr))
-            if finished and progress is not None:
-                progress(self._finished, total)
+            if finished:
+                self._finished_now(finished, ready, live, dependents, finish_s, progress, total)
             if cfg.check_integrity_every and self._steps % cfg.check_integrity_every == 0:
                 self.kv.check_integrity()
                 assert self._kv_read is None or self._context_tokens == sum(
@@ -206,15 +225,114 @@ class Simulator:
             self._timings.first_scheduled_s[index] = self.now_s
         self._context_tokens += hit_len
 
-    def _roofline_step_s(self, output: SchedulerOutput) -> float:
-        """The step's roofline time (StepCost) from the blocks in use once it is scheduled and the
-        context its requests attend to."""
+    def _decode_run(self, run: DecodeRun, upcoming_s: float, ready: list[tuple[float, int, WorkloadRequest]],
+                    live: dict[str, Live], dependents: dict[int, list[tuple[int, WorkloadRequest]]],
+                    finish_s: dict[int, float], progress: ProgressFn | None, total: int | None) -> int:
+        """Take the steps of a DecodeRun (every running request decodes, nothing waits) until a
+        request arrives (simulated time reaches `upcoming_s`, or a finish readies a dependent),
+        none runs, or a step might not fit; returns the steps taken. Time and metrics advance
+        step by step as in `_loop`; steps with no event cost a few float operations each."""
+        cfg = self.config
+        roofline = self._kv_read is not None
+        scheduler = self.scheduler
+        check_every = cfg.check_integrity_every
+        taken = 0
+        while True:
+            num_running = run.num_running
+            num_steady = run.num_steady_steps
+            if num_steady:
+                done = self._steady_steps(num_steady, num_running, upcoming_s)
+                run.advance_steady(done)
+                taken += done
+                if check_every and self._steps // check_every > (self._steps - done) // check_every:
+                    run.sync()
+                    self.kv.check_integrity()
+                if self.now_s >= upcoming_s:
+                    return taken
+                continue
+            if not run.schedule_step():
+                return taken
+            if roofline:
+                self.now_s += self._roofline_step_s(num_running, num_running)
+            else:
+                self.now_s += cfg.step_base_s + cfg.step_per_token_s * num_running
+            finished = run.update_step()
+            taken += 1
+            self._record(num_running)
+            if roofline:
+                self._context_tokens += num_running
+            if finished:
+                self._finished_now(finished, ready, live, dependents, finish_s, progress, total)
+                if ready:
+                    upcoming_s = min(upcoming_s, ready[0][0])
+            if check_every and self._steps % check_every == 0:
+                run.sync()
+                self.kv.check_integrity()
+            if self.now_s >= upcoming_s or not scheduler.running:
+                return taken
+
+    def _steady_steps(self, num_steps: int, num_running: int, upcoming_s: float) -> int:
+        """Time and record up to `num_steps` steps in which each of the `num_running` requests
+        decodes a token and nothing else changes (blocks in use, queue), stopping after the
+        first that reaches `upcoming_s`; returns how many. Float sums are added step by step,
+        as `_record` adds them, so the report is the same to the last bit."""
+        cfg = self.config
+        counts = self._in_use_counts
+        in_use = counts[0] if len(counts) == 1 else list(map(sum, zip(*counts)))
+        free = 0
+        for pool in self._pools:
+            free += pool.num_free_blocks
+        usage = 1.0 - free / self._num_usable if self._num_usable else 0.0
+        fixed_s = cfg.step_base_s + cfg.step_per_token_s * num_running
+        roofline = self._kv_read is not None
+        series = self._series
+        admissions = self._admissions
+        done = 0
+        while done < num_steps:
+            if roofline:
+                self.now_s += self._roofline_step_s(num_running, num_running)
+                self._context_tokens += num_running
+            else:
+                self.now_s += fixed_s
+            done += 1
+            self._usage_sum += usage
+            if self.now_s >= series.next_s:
+                series.sample(self.now_s, num_running, 0, usage, admissions.first_hit_tokens,
+                              admissions.first_tokens)
+            if self.now_s >= upcoming_s:
+                break
+        self._steps += done
+        self._tokens += done * num_running
+        self._running_sum += done * num_running
+        self._running_peak = max(self._running_peak, num_running)
+        self._blocks_sum = [total + done * n for total, n in zip(self._blocks_sum, in_use, strict=True)]
+        self._blocks_peak = list(map(max, self._blocks_peak, in_use))
+        self._usage_peak = max(self._usage_peak, usage)
+        return done
+
+    def _finished_now(self, finished: list[Request], ready: list[tuple[float, int, WorkloadRequest]],
+                      live: dict[str, Live], dependents: dict[int, list[tuple[int, WorkloadRequest]]],
+                      finish_s: dict[int, float], progress: ProgressFn | None, total: int | None) -> None:
+        """Account requests the step just taken finished; ready the requests that waited on them."""
+        timings = self._timings
+        for req in finished:
+            _, _, index = live.pop(req.request_id)
+            self._finished += 1
+            finish_s[index] = self.now_s
+            timings.finish_s[index] = self.now_s
+            if self._kv_read is not None:
+                self._context_tokens -= req.num_computed_tokens
+            for j, wr in dependents.pop(index, ()):
+                heapq.heappush(ready, (max(wr.arrival_s, self.now_s), j, wr))
+        if progress is not None:
+            progress(self._finished, total)
+
+    def _roofline_step_s(self, num_tokens: int, num_scheduled: int) -> float:
+        """The roofline time (StepCost) of a step of `num_tokens` over `num_scheduled` requests,
+        from the blocks in use once it is scheduled and the context its requests attend to."""
         step_cost, kv_read = self.config.step_cost, self._kv_read
         assert step_cost is not None and kv_read is not None
-        if output.preempted_request_ids:  # preempted requests dropped their computed tokens
-            self._context_tokens = sum(r.num_computed_tokens for r in self.scheduler.running)
-        num_tokens = output.num_batched_tokens
-        kv_bytes = kv_read.read_bytes(self._context_tokens + num_tokens, self._in_use_counts, len(output.scheduled))
+        kv_bytes = kv_read.read_bytes(self._context_tokens + num_tokens, self._in_use_counts, num_scheduled)
         memory_s, compute_s = step_cost.memory_s(num_tokens, kv_bytes), step_cost.compute_s(num_tokens)
         if compute_s > memory_s:
             self._compute_bound_steps += 1
