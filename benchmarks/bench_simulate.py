@@ -13,8 +13,12 @@
    small to keep every session (16 sessions in 12 GiB, 24 in 20 GiB); (b) 10,000 requests over
    16 shared system prompts on an H100 budget.
 
+With --as-cli each replay is configured as `hkv simulate MODEL --gpu h100 --tp N` configures it
+(the plan's budget, split pools sized for the workload, roofline step cost, automatic eviction):
+the figures users see; it needs a baseline from 795f4b1 on.
+
 Usage: python benchmarks/bench_simulate.py [--trace-limit N] [--requests 100000] [--baseline eab1ba2]
-       [--candidate COMMIT] [--skip-speed] [--skip-eviction] [--layouts vllm,hkv]
+       [--candidate COMMIT] [--skip-speed] [--skip-eviction] [--layouts vllm,hkv] [--as-cli]
 Run it from the editable install for the pure-Python figures (the default build).
 """
 
@@ -45,12 +49,14 @@ SPEED_MODELS = (("qwen3-next-80b-a3b", 4), ("gemma-3-27b", 2))
 MAX_NUM_SEQS = 256  # as simulate_speed/replay.py
 
 
-def run_replay(pythonpath: Path | None, model: str, tp: int, layout: str, workload: str) -> dict[str, object]:
-    """One replay in a fresh interpreter; `pythonpath` makes another tree's hkv the one imported."""
+def run_replay(pythonpath: Path | None, model: str, tp: int, layout: str, workload: str,
+               mode: str) -> dict[str, object]:
+    """One replay in a fresh interpreter; `pythonpath` makes another tree's hkv the one imported.
+    `mode`: replay.py's CACHE argument ("default", or "cli": as `hkv simulate` replays)."""
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath) + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, str(REPLAY), model, str(tp), layout, workload],
+    done = subprocess.run([sys.executable, str(REPLAY), model, str(tp), layout, workload, mode],
                           env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
@@ -58,9 +64,9 @@ def run_replay(pythonpath: Path | None, model: str, tp: int, layout: str, worklo
 
 
 def speed_row(baseline: BaselineTree, candidate: BaselineTree | None, model: str, tp: int, layout: str,
-              workload: str, label: str) -> None:
-    before = run_replay(baseline.pythonpath, model, tp, layout, workload)
-    after = run_replay(candidate.pythonpath if candidate is not None else None, model, tp, layout, workload)
+              workload: str, label: str, mode: str) -> None:
+    before = run_replay(baseline.pythonpath, model, tp, layout, workload, mode)
+    after = run_replay(candidate.pythonpath if candidate is not None else None, model, tp, layout, workload, mode)
     if "error" in before or "error" in after:
         print(f"  {model:<20} {layout:<15} {label:<22} failed: {before.get('error') or after.get('error')}", flush=True)
         return
@@ -71,7 +77,7 @@ def speed_row(baseline: BaselineTree, candidate: BaselineTree | None, model: str
 
 
 def speed(baseline_commit: str, candidate_commit: str | None, trace_limit: int, num_requests: int,
-          layouts: list[str] | None) -> None:
+          layouts: list[str] | None, mode: str) -> None:
     baseline = BaselineTree(REPO, baseline_commit)
     candidate = BaselineTree(REPO, candidate_commit) if candidate_commit else None
     try:
@@ -79,14 +85,15 @@ def speed(baseline_commit: str, candidate_commit: str | None, trace_limit: int, 
         label = f"mooncake {trace_limit or 'all'}"
         print(f"speed, pure Python, requests/s of Simulator.run: {baseline_commit} | "
               f"{candidate_commit or 'this tree'} | ratio "
-              f"(H100, max_num_seqs {MAX_NUM_SEQS}, each replay in its own process, one at a time)")
+              f"(H100, {'as hkv simulate replays' if mode == 'cli' else f'max_num_seqs {MAX_NUM_SEQS}, fixed step model'}, "
+              f"each replay in its own process, one at a time)")
         for model, tp in SPEED_MODELS:
             names = plan(load_model_spec(model), PlanConfig(gpu="h100", tp=tp, max_num_seqs=MAX_NUM_SEQS)).reports
             for layout in names:
                 if layouts is None or layout in layouts:
-                    speed_row(baseline, candidate, model, tp, layout, trace, label)
+                    speed_row(baseline, candidate, model, tp, layout, trace, label, mode)
         speed_row(baseline, candidate, "gemma-3-27b", 2, "hkv", SHARED_PREFIX.format(n=num_requests),
-                  f"shared-prefix {num_requests:,}")
+                  f"shared-prefix {num_requests:,}", mode)
     finally:
         baseline.close()
         if candidate is not None:
@@ -134,6 +141,9 @@ def main() -> None:
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-eviction", action="store_true")
     parser.add_argument("--turns", type=int, default=6)
+    parser.add_argument("--as-cli", action="store_true",
+                        help="replay as `hkv simulate` does (plan budget, sized split, roofline, auto eviction; "
+                             "needs a baseline from 795f4b1 on)")
     args = parser.parse_args()
     if not args.skip_eviction:
         for kv_gib, sessions in ((12.0, 16), (20.0, 24)):
@@ -141,7 +151,7 @@ def main() -> None:
         eviction_shared_prefix()
     if not args.skip_speed:
         speed(args.baseline, args.candidate, args.trace_limit, args.requests,
-              args.layouts.split(",") if args.layouts else None)
+              args.layouts.split(",") if args.layouts else None, "cli" if args.as_cli else "default")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 WORKLOAD is `mooncake:N` (the first N requests of the Mooncake conversation trace, 0: all) or a
 workload spec (`shared-prefix:n=...`). Prints one JSON object: requests/s over the simulation
 alone (the workload is built before the clock starts) and the report's outcome fields, which two
-builds must agree on. CACHE: default, lru or vllm (CACHE_CONFIGS). Whichever hkv is importable runs (see baseline.py).
+builds must agree on. CACHE: default, lru or vllm (CACHE_CONFIGS), or cli: the whole configuration `hkv simulate` replays
+with (`as_cli`). Whichever hkv is importable runs (see baseline.py).
 """
 
 from __future__ import annotations
@@ -36,14 +37,38 @@ CACHE_CONFIGS = {
 
 def replay(model: str, tp: int, layout_name: str, workload_text: str, cache: str = "default") -> dict[str, object]:
     workload = build_workload(workload_text)
-    layout = plan(load_model_spec(model), PlanConfig(gpu="h100", tp=tp, max_num_seqs=MAX_NUM_SEQS)).reports[
-        layout_name].layout
-    simulator = Simulator(layout, workload, SimulationConfig(SchedulerConfig(8192, MAX_NUM_SEQS),
-                                                                      CACHE_CONFIGS[cache]))
+    if cache == "cli":
+        simulator = Simulator(*as_cli(model, tp, layout_name, workload))
+    else:
+        layout = plan(load_model_spec(model), PlanConfig(gpu="h100", tp=tp, max_num_seqs=MAX_NUM_SEQS)).reports[
+            layout_name].layout
+        simulator = Simulator(layout, workload, SimulationConfig(SchedulerConfig(8192, MAX_NUM_SEQS),
+                                                                          CACHE_CONFIGS[cache]))
     start = time.perf_counter()
     report = simulator.run()
     wall_s = time.perf_counter() - start
     return {"wall_s": wall_s, "requests_per_s": len(workload) / wall_s, "outcome": outcome_of(report)}
+
+
+def as_cli(model: str, tp: int, layout_name: str, workload: list) -> tuple:
+    """(layout, workload, config) as `hkv simulate MODEL --gpu h100 --tp TP` replays them: the plan's
+    own budget and max_num_seqs, split pools sized for the workload, the roofline step cost and
+    the automatic eviction policy (trees from 795f4b1 on)."""
+    from hkv.planner.workload_lengths import sized_for_workload
+    from hkv.runtime.kv_cache.default_eviction import default_eviction_policy
+    from hkv.runtime.simulation.metrics.plan_step_cost import step_cost_for_plan
+
+    spec = load_model_spec(model)
+    cfg = PlanConfig(gpu="h100", tp=tp)
+    the_plan = plan(spec, cfg)
+    max_model_len = the_plan.primary.layout.max_model_len
+    if any(len(r.layout.pools) > 1 for r in the_plan.reports.values()):
+        the_plan = plan(spec, sized_for_workload(cfg, ((r.prompt_len, r.output_len) for r in workload), max_model_len))
+    config = SimulationConfig(
+        SchedulerConfig(the_plan.budget.max_num_batched_tokens, the_plan.budget.max_num_seqs),
+        CacheConfig(eviction_policy=default_eviction_policy(the_plan.primary.layout)),
+        step_cost=step_cost_for_plan(the_plan)[0])
+    return the_plan.reports[layout_name].layout, workload, config
 
 
 if __name__ == "__main__":
