@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.latent_attention_form import caches_expanded_heads, expanded_head_dim
 from hkv.model_specs.layer_desc import AttentionDesc
 from hkv.model_specs.layer_kinds import LayerKind
 
 # Families whose full-attention layers are multi-head latent attention (one shared latent per token).
-MLA_FAMILIES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_linear", "glm4_moe_lite", "bailing_hybrid"})
+MLA_FAMILIES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_linear", "glm4_moe_lite", "bailing_hybrid",
+                          "axk1", "sarvam_mla"})
 
 _CACHE_KIND = {LayerKind.FULL: CacheKind.FULL, LayerKind.SLIDING: CacheKind.SLIDING,
                LayerKind.CHUNKED: CacheKind.CHUNKED}
@@ -28,6 +30,10 @@ class AttentionDims:
 
 
 def attention_dims(view: ConfigView) -> AttentionDims:
+    if caches_expanded_heads(view):  # a latent in the config, per-head K/V in vLLM's pages
+        head_dim = expanded_head_dim(view)
+        return AttentionDims(num_kv_heads=num_query_heads(view), head_dim=head_dim, head_dim_v=head_dim,
+                             is_mla=False)
     if view.family in MLA_FAMILIES:
         # The cache holds the compressed KV latent plus the shared RoPE key (DeepSeek-V2 MLA).
         latent = view.int_value("kv_lora_rank") + view.int_value("qk_rope_head_dim")

@@ -13,6 +13,9 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "deepseek_v2": rules.all_full,
     "glm4_moe": rules.all_full,
     "glm4_moe_lite": rules.all_full,  # MLA in every layer (GLM-4.7-Flash)
+    "axk1": rules.all_full,  # MLA in every layer (A.X K1)
+    "sarvam_mla": rules.all_full,  # MLA in every layer (Sarvam 105B), see latent_attention_form
+    "minicpm3": rules.all_full,  # a latent config that vLLM pages as per-head K/V, see latent_attention_form
     "mistral": rules.window_covers_context,
     "qwen3": rules.qwen_window_layers,
     "qwen3_moe": rules.qwen_window_layers,
@@ -28,6 +31,8 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "qwen3_next": rules.full_attention_interval,
     "qwen3_5_text": rules.full_attention_interval,
     "qwen3_5_moe_text": rules.full_attention_interval,
+    "qwen4_exp_text": rules.qwen4_exp_layers,
+    "olmo_hybrid": rules.olmo_hybrid_layers,
     "minimax": rules.minimax_attn_type_list,
     "bamba": rules.attention_indices,
     "granitemoehybrid": rules.granite_hybrid,

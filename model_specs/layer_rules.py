@@ -126,6 +126,48 @@ def full_attention_interval(view: ConfigView, n: int) -> LayerTypeList:
                   "full_attention_interval", n)
 
 
+def olmo_hybrid_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """OLMo hybrid: layer_types, else OlmoHybridConfig's default: full attention where i % 4 == 3,
+    gated delta-net elsewhere, and the last layer full when that leaves none."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    names = ["full_attention" if i % 4 == 3 else "linear_attention" for i in range(n)]
+    if names and "full_attention" not in names:
+        names[-1] = "full_attention"
+    return LayerTypeList("model_type", tuple(names))
+
+
+# Qwen4-Exp's QSA keys: with any of them set, "indexed_attention" layers keep index caches.
+_QSA_KEYS = ("indexer_n_heads", "indexer_kv_heads", "indexer_head_dim", "indexer_budget", "indexer_compress_ratio")
+
+
+def qwen4_exp_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """Qwen4-Exp: gated delta-net + "indexed_attention" (Qwen4ExpTextConfig renames the checkpoint's
+    "full_attention"; default every 4th layer). Without indexer_* keys vLLM builds those layers as
+    Qwen3-Next gated full attention (nvidia/model.py: `use_qsa = indexer_n_heads is not None`).
+    QSA's ring of raw index keys and its compressed keys, and the PLE layers' dilated short-conv
+    state, are caches hkv does not model, so configs that enable them are refused."""
+    qsa = [key for key in _QSA_KEYS if view.has(key)]
+    if qsa:
+        raise InvalidConfigError(
+            f"model_type {view.family!r} sets {', '.join(qsa)}: its indexed_attention layers use QSA, which "
+            "vLLM caches as a circular buffer of raw index keys plus one compressed key per "
+            "indexer_compress_ratio tokens; hkv does not model that cache yet, so it cannot plan this model")
+    if view.get("ple_layer_ids"):
+        raise InvalidConfigError(
+            f"model_type {view.family!r} sets ple_layer_ids: vLLM keeps a dilated short-conv state over "
+            "hc_count x hidden_size channels for those layers (a second recurrent spec); hkv does not "
+            "model it yet, so it cannot plan this model")
+    explicit = explicit_layer_types(view, n)
+    if explicit is None:
+        interval = view.int_value("full_attention_interval", 4, why="Qwen4ExpTextConfig default")
+        return _every(lambda i: "linear_attention" if (i + 1) % interval else "full_attention",
+                      "full_attention_interval", n)
+    return LayerTypeList(explicit.attribute, tuple(
+        "full_attention" if name == "indexed_attention" else name for name in explicit.names))
+
+
 def minimax_attn_type_list(view: ConfigView, n: int) -> LayerTypeList:
     """MiniMax: attn_type_list 1 = softmax (full) attention, 0 = lightning (linear) attention."""
     explicit = explicit_layer_types(view, n)

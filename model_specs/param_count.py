@@ -38,6 +38,11 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "deepseek_v2": attn.deepseek_v3,  # same MLA + first-k-dense MoE layout
     "glm4_moe": attn.glm4_moe,
     "glm4_moe_lite": attn.deepseek_v3,  # DeepSeek-V3's MLA + first-k-dense MoE decoder
+    "sarvam_mla": attn.deepseek_v3,  # transformers builds it as DeepseekV3ForCausalLM
+    "axk1": attn.axk1,
+    "minicpm3": attn.minicpm3,
+    "olmo_hybrid": hybrid.olmo_hybrid,
+    "qwen4_exp_text": hybrid.qwen4_exp,
     "gemma3n_text": gemma3n,
     "gemma4_text": gemma4,
     "bamba": hybrid.bamba,

@@ -94,21 +94,35 @@ def llama4(view: ConfigView, kinds: Kinds) -> int:
     return decoder_total(view, per_layer)
 
 
-def _first_k_dense(view: ConfigView, kinds: Kinds, attention: int, *, shared_key: str) -> list[int]:
+def _dense_layers(view: ConfigView, kinds: Kinds) -> list[bool]:
     """Dense MLP in the first `first_k_dense_replace` layers, MoE after; or per layer as
-    `mlp_layer_types` ("dense" / "sparse") says where the config lists it (GLM-4 MoE lite)."""
-    moe = deepseek_moe(view, experts_key="n_routed_experts", shared_key=shared_key)
+    `mlp_layer_types` ("dense" / "sparse") says where the config lists it (GLM-4 MoE lite, AXK1)."""
     types = view.get("mlp_layer_types") if view.get("first_k_dense_replace") is None else None
     if isinstance(types, list) and len(types) == len(kinds):
-        dense = [t == "dense" for t in types]
-    else:
-        first_dense = view.int_value("first_k_dense_replace")
-        dense = [i < first_dense for i in range(len(kinds))]
-    return [attention + (dense_mlp(view) if is_dense else moe) + norms(view, 2) for is_dense in dense]
+        return [t == "dense" for t in types]
+    first_dense = view.int_value("first_k_dense_replace")
+    return [i < first_dense for i in range(len(kinds))]
+
+
+def _first_k_dense(view: ConfigView, kinds: Kinds, attention: int, *, shared_key: str) -> list[int]:
+    moe = deepseek_moe(view, experts_key="n_routed_experts", shared_key=shared_key)
+    return [attention + (dense_mlp(view) if is_dense else moe) + norms(view, 2)
+            for is_dense in _dense_layers(view, kinds)]
 
 
 def deepseek_v3(view: ConfigView, kinds: Kinds) -> int:
     return decoder_total(view, _first_k_dense(view, kinds, mla(view), shared_key="n_shared_experts"))
+
+
+def axk1(view: ConfigView, kinds: Kinds) -> int:
+    """DeepSeek-V3's decoder plus a hidden-sized post_mlp_layernorm after every MoE block."""
+    moe_layers = sum(not dense for dense in _dense_layers(view, kinds))
+    return deepseek_v3(view, kinds) + norms(view, moe_layers)
+
+
+def minicpm3(view: ConfigView, kinds: Kinds) -> int:
+    """MiniCPM3: DeepSeek-V2's MLA projections with a dense gated MLP in every layer."""
+    return decoder_total(view, [mla(view) + dense_mlp(view) + norms(view, 2)] * len(kinds))
 
 
 def glm4_moe(view: ConfigView, kinds: Kinds) -> int:

@@ -10,7 +10,8 @@ from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.layer_kinds import LayerKind
 from hkv.model_specs.layer_rules import nemotron_layer_types
 from hkv.model_specs.param_count_common import (
-    Kinds, decoder_total, deepseek_moe, dense_mlp, gqa, hidden, is_attention, mla, norms, qwen_sparse_layers,
+    Kinds, decoder_total, deepseek_moe, dense_mlp, gqa, hidden, is_attention, is_tied, mla, norms,
+    qwen_sparse_layers,
 )
 from hkv.model_specs.recurrent_dims import kda_heads_and_dims, mamba1_intermediate, mamba2_dims
 
@@ -106,22 +107,61 @@ def jamba(view: ConfigView, kinds: Kinds) -> int:
 
 
 def qwen3_next(view: ConfigView, kinds: Kinds) -> int:
-    h = hidden(view)
-    gdn = pb.gdn_mixer(h, k_heads=view.int_value("linear_num_key_heads"),
-                       v_heads=view.int_value("linear_num_value_heads"),
-                       k_head_dim=view.int_value("linear_key_head_dim"),
-                       v_head_dim=view.int_value("linear_value_head_dim"),
-                       conv_kernel=view.int_value("linear_conv_kernel_dim"))
+    gdn = _gdn(view)
     attention = gqa(view, qk_norm=True, q_gate=True)
     experts = view.int_value("num_experts", 0)
     # (Qwen3.5 dense has no experts and none of the MoE keys.)
-    moe = 0 if not experts else (
-        pb.linear(h, experts) + pb.routed_experts(experts, h, view.int_value("moe_intermediate_size"))
-        + dense_mlp(view, "shared_expert_intermediate_size") + pb.linear(h, 1))  # + shared expert gate
+    moe = 0 if not experts else _qwen_moe(view, experts)
     sparse = qwen_sparse_layers(view, len(kinds))
     per_layer = [(attention if is_attention(k) else gdn) + (moe if i in sparse else dense_mlp(view))
                  + norms(view, 2) for i, k in enumerate(kinds)]
     return decoder_total(view, per_layer)
+
+
+def _qwen_moe(view: ConfigView, experts: int) -> int:
+    """Router + routed experts + the gated shared expert (Qwen3-Next, Qwen3.5 MoE, Qwen4-Exp)."""
+    h = hidden(view)
+    return (pb.linear(h, experts) + pb.routed_experts(experts, h, view.int_value("moe_intermediate_size"))
+            + dense_mlp(view, "shared_expert_intermediate_size") + pb.linear(h, 1))  # + shared expert gate
+
+
+def _gdn(view: ConfigView) -> int:
+    return pb.gdn_mixer(hidden(view), k_heads=view.int_value("linear_num_key_heads"),
+                        v_heads=view.int_value("linear_num_value_heads"),
+                        k_head_dim=view.int_value("linear_key_head_dim"),
+                        v_head_dim=view.int_value("linear_value_head_dim"),
+                        conv_kernel=view.int_value("linear_conv_kernel_dim"))
+
+
+def olmo_hybrid(view: ConfigView, kinds: Kinds) -> int:
+    """OLMo hybrid: gated delta-net (q/k/v/g/a/b projections, the same sizes as Qwen3-Next's fused
+    ones) or attention with full-width q/k RMSNorms, a gated MLP and two norms in every layer."""
+    q_width = view.int_value("num_attention_heads") * model_head_dim(view)
+    kv_width = view.int_value("num_key_value_heads") * model_head_dim(view)
+    attention = gqa(view, qkv_bias=False, o_bias=False) + q_width + kv_width
+    return decoder_total(view, [(attention if is_attention(k) else _gdn(view)) + dense_mlp(view) + norms(view, 2)
+                                for k in kinds])
+
+
+def _hyper_connection(view: ConfigView, *, inject: bool) -> int:
+    """Qwen4-Exp's gated residual over hc_count streams: a norm, a low-rank mixer, an injection head."""
+    streams = view.int_value("hc_count") * hidden(view)
+    rank = view.int_value("hc_lowrank")
+    return streams + 2 * streams * rank + (pb.linear(streams, view.int_value("hc_count")) if inject else 0)
+
+
+def qwen4_exp(view: ConfigView, kinds: Kinds) -> int:
+    """Qwen4-Exp as vLLM serves it without QSA / PLE (layer_rules.qwen4_exp_layers refuses those):
+    Qwen3-Next's mixers and MoE in every layer, hyper-connections instead of layer norms (two per
+    layer, one model-level mixer without injection, and no final norm)."""
+    h = hidden(view)
+    moe = _qwen_moe(view, view.int_value("num_experts"))
+    attention = gqa(view, qk_norm=True, q_gate=True)
+    per_layer = [(attention if is_attention(k) else _gdn(view)) + moe + 2 * _hyper_connection(view, inject=True)
+                 for k in kinds]
+    embed = view.int_value("vocab_size") * h
+    lm_head = 0 if is_tied(view) else embed
+    return embed + sum(per_layer) + _hyper_connection(view, inject=False) + lm_head
 
 
 def minimax(view: ConfigView, kinds: Kinds) -> int:

@@ -5,7 +5,7 @@
   Nemotron-H: vLLM's NemotronHForCausalLMConfig reads that key with a float32 default, which our
   family default for the key reproduces.
 - Kimi delta attention: vLLM's `kda_state_dtype` always keeps the recurrent state in float32.
-- Qwen3.5 / Qwen3.6: vLLM's Qwen3_5ForConditionalGenerationConfig takes the SSM dtype from the
+- Qwen3.5 / Qwen3.6 / Qwen4-Exp: vLLM's Qwen3_5ForConditionalGenerationConfig takes the SSM dtype from the
   text config's own `mamba_ssm_dtype` (float32 in the published configs) when the cache dtype is
   auto.
 - MiniMax lightning attention: one state, in the model dtype (`linear_attention_state_dtype`
@@ -19,7 +19,8 @@ from hkv.model_specs.dtypes import dtype_bytes
 
 FP32_BYTES = 4
 # The config key that names the SSM state dtype, where a family's vLLM config reads another one.
-SSM_DTYPE_KEY = {"qwen3_5_text": "mamba_ssm_dtype", "qwen3_5_moe_text": "mamba_ssm_dtype"}
+SSM_DTYPE_KEY = {"qwen3_5_text": "mamba_ssm_dtype", "qwen3_5_moe_text": "mamba_ssm_dtype",
+                 "qwen4_exp_text": "mamba_ssm_dtype"}  # Qwen4ExpForCausalLMConfig extends Qwen3.5's hook
 
 
 def default_state_dtype_bytes(view: ConfigView, variant: str, model_dtype_bytes: int) -> tuple[int, int]:

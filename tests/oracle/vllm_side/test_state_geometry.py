@@ -111,6 +111,8 @@ FAMILY_DEFAULTS = {
     "mamba2": ({}, "Mamba2ForCausalLM"),
     "mamba": ({}, "MambaForCausalLM"),
     "falcon_mamba": ({}, "FalconMambaForCausalLM"),
+    "olmo_hybrid": ({}, "OlmoHybridForCausalLM"),
+    "qwen4_exp_text": ({}, "Qwen4ExpForCausalLM"),  # GDN; its config hook reads Qwen3.5's mamba_ssm_dtype
 }
 # transformers 5.23's BailingHybridConfig defaults (this venv's transformers predates the class),
 # the keys both readers need; vLLM serves it as BailingMoeV3 (KDA + MLA).
