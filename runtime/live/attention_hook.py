@@ -8,6 +8,9 @@ forward; hkv passes the step's `PagedStep` as `hkv_step=` (no globals). The hook
    layers, Gemma 3n, store nothing: they read the layer they share with), then
 2. runs paged attention over its group's block tables with the layer's own options.
 
+MLA layers (DeepSeek-V2/V3) keep a latent instead of K/V: their module stores it itself
+(through the cache hkv gives it) and the hook attends over it (mla_attention_hook.py).
+
 The name is not registered as a mask function, so transformers passes `attention_mask=None`
 and builds no mask: causality, windows and chunks are the kernel's (`AttentionParams`).
 """
@@ -21,6 +24,7 @@ from typing import Any
 import torch
 
 from hkv.kernels import AttentionParams, Backend, paged_attention_forward, store_kv_cache
+from hkv.runtime.live.mla_attention_hook import latent_paged_attention
 
 HOOK_NAME = "hkv_paged"
 
@@ -32,7 +36,8 @@ class LayerBinding:
     `chunk_size` is Llama 4's chunk, which the model does not pass (the group keeps exactly the
     chunk). `kept_window` is the window of a sliding group (None: the group keeps every token);
     the window the model passes must not exceed it, or the kernel would read released pages.
-    `stores` is False for KV-shared layers.
+    `stores` is False for KV-shared layers. `is_mla`: the caches are one latent view (both
+    fields), read by mla_attention_hook.py.
     """
 
     layer_idx: int
@@ -43,6 +48,7 @@ class LayerBinding:
     chunk_size: int | None = None
     kept_window: int | None = None
     stores: bool = True
+    is_mla: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,8 @@ def paged_attention_hook(
         raise RuntimeError(f"layer {layer_idx}: the model attends to window {sliding_window}, but its cache "
                            f"group keeps only {binding.kept_window} tokens")
     params = AttentionParams(scale, sliding_window, binding.chunk_size, softcap)
+    if binding.is_mla:  # the module stored its latent already
+        return latent_paged_attention(module, query, binding, hkv_step, params), None
     query = _llama4_temperature_fix(module, query, hkv_step.positions)
     q = query[0].transpose(0, 1)  # [T, H, D]
     memo = hkv_step.memos.setdefault(binding.group_id, {})

@@ -105,9 +105,9 @@ def open_model(model_dir: str) -> ModelFiles:
 def _missing_pieces(spec: ModelSpec, attention: Sequence[AttentionDesc]) -> list[str]:
     """What hkv run lacks for this model, one phrase per piece (empty: it runs)."""
     missing = []
-    if any(layer.is_mla or layer.head_dim != layer.head_dim_v for layer in attention):
-        missing.append("its attention is latent (MLA) or has unequal K/V head sizes, and the paged attention "
-                       "path stores K and V of one head size")
+    if any(not layer.is_mla and layer.head_dim != layer.head_dim_v for layer in attention):
+        missing.append("its attention has unequal K/V head sizes, and the paged attention path stores K and V "
+                       "of one head size (or an MLA latent)")
     recurrent = {layer.variant for layer in spec.cache_layers if isinstance(layer, RecurrentDesc)}
     unrun = sorted(recurrent - RUN_STATE_VARIANTS)
     if unrun:

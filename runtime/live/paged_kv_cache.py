@@ -13,6 +13,10 @@ ids belong to one group at a time, so two groups never touch the same page.
   [num_blocks, 2, block_size, num_kv_heads, head_dim] (pages padded by the planner keep their
   padding at the end, outside the view) and the layer's caches are the strided views
   key = [:, 0] and value = [:, 1], which the kernels accept.
+- MLA pages hold one latent of `block_size` tokens (kv_lora_rank + qk_rope_head_dim values per
+  token, the planner's MLA spec: one head, no V), so a region reads as
+  [num_blocks, block_size, 1, latent_dim] and the layer's key and value caches are that one view
+  (mla_attention_hook.py reads it as both).
 - Recurrent pages hold one request's state: the spec's tensors one after the other from the
   page's start (Mamba: conv (kernel-1, conv_dim) then ssm (heads, ...)), each in its own dtype;
   a region reads as one [num_blocks, *shape] view per tensor. In the vllm layout the state sits
@@ -34,7 +38,7 @@ from hkv.planner.layout import KVCacheGroup, Layout, Pool
 
 
 class UnsupportedLayoutError(InputError):
-    """The Layout cannot be allocated as paged memory for this model (MLA, dtype mismatch, ...)."""
+    """The Layout cannot be allocated as paged memory for this model (dtype mismatch, page too small, ...)."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,7 @@ class LayerCaches:
     group_id: int
     region: int
     key_cache: torch.Tensor  # [num_blocks, block_size, num_kv_heads, head_dim]
-    value_cache: torch.Tensor
+    value_cache: torch.Tensor  # MLA: the key cache itself (the latent)
 
 
 @dataclass(frozen=True)
@@ -160,13 +164,14 @@ class PagedKVCache:
         page_elems = g.page_size_bytes // elem
         heads, dim, size = spec.num_kv_heads, spec.head_dim, g.block_size
         token_elems = heads * dim
-        # kv: [num_blocks, 2, block_size, num_kv_heads, head_dim] over region `region`
+        parts = 1 if spec.is_mla else 2  # an MLA page holds the latent only
+        # kv: [num_blocks, parts, block_size, num_kv_heads, head_dim] over region `region`
         kv = self._typed(g.pool_id, self.dtype).as_strided(
-            (pool.num_blocks, 2, size, heads, dim),
+            (pool.num_blocks, parts, size, heads, dim),
             (page_elems, size * token_elems, token_elems, dim, 1),
             region * pool.num_blocks * page_elems,
         )
-        return kv[:, 0], kv[:, 1]
+        return kv[:, 0], kv[:, parts - 1]
 
     def _state_views(self, g: KVCacheGroup, region: int) -> tuple[torch.Tensor, ...]:
         pool = self._pool(g)
@@ -193,10 +198,14 @@ class PagedKVCache:
 def _check_attention(g: KVCacheGroup, elem: int) -> None:
     spec = g.spec
     assert isinstance(spec, AttentionCacheSpec)
-    if spec.is_mla or spec.head_dim != spec.head_dim_v:
+    if spec.is_mla and (spec.num_kv_heads, spec.head_dim_v) != (1, 0):
+        raise UnsupportedLayoutError(
+            f"{g.layer_names[0]}: an MLA page holds one latent head and no V, got {spec.num_kv_heads} "
+            f"heads and head_dim_v {spec.head_dim_v}")
+    if not spec.is_mla and spec.head_dim != spec.head_dim_v:
         raise UnsupportedLayoutError(
             f"{g.layer_names[0]}: only K and V of equal head size are supported "
-            f"(head_dim {spec.head_dim}, head_dim_v {spec.head_dim_v}{', MLA' if spec.is_mla else ''})")
+            f"(head_dim {spec.head_dim}, head_dim_v {spec.head_dim_v})")
     if spec.dtype_bytes != elem:
         raise UnsupportedLayoutError(
             f"{g.layer_names[0]}: the layout plans {spec.dtype_bytes}-byte K/V elements, the model "

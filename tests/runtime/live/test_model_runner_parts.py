@@ -290,8 +290,7 @@ def fake_weights(directory: Path) -> None:
 
 
 @pytest.mark.parametrize("catalog_name, message", [
-    ("kimi-linear-48b-a3b-instruct", "MLA.*kda layers have no state binding"),
-    ("deepseek-v3", "MLA"),
+    ("kimi-linear-48b-a3b-instruct", "kda layers have no state binding"),  # its MLA layers run (test_mla_run.py)
 ])
 def test_models_hkv_run_cannot_run_yet(tmp_path, catalog_name, message):
     shutil.copy(CATALOG / f"{catalog_name}.json", tmp_path / "config.json")

@@ -1,0 +1,160 @@
+"""hkv runs multi-head latent attention (DeepSeek-V2/V3) on its paged latent, token-equal with
+transformers' own greedy generate.
+
+Tiny random models: hidden 64, 4 heads, kv_lora_rank 24, qk_rope_head_dim 8, qk_nope_head_dim 16,
+v_head_dim 12, 3 layers (the first dense, the others 4-expert MoE). The cache keeps one latent per
+token and layer: kv_lora_rank + qk_rope_head_dim = 32 values, 128 bytes in float32, so a block of
+4 tokens is a 512-byte page (the planner's MLA spec: one head, no V). Prompts of 23, 37 and 11
+tokens run concurrently with chunked prefill (16 tokens per step) over blocks of 4.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache  # noqa: E402
+
+from hkv.runtime.kv_cache.cache_config import CacheConfig  # noqa: E402
+from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager  # noqa: E402
+from hkv.runtime.live.live_run import generate  # noqa: E402
+from hkv.runtime.live.live_setup import RunOptions, load_runner, open_model, plan_run  # noqa: E402
+from hkv.runtime.live.run_config import RunConfig  # noqa: E402
+from hkv.runtime.live.run_report import build_report  # noqa: E402
+from hkv.runtime.request import Request  # noqa: E402
+from hkv.runtime.scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
+
+from live.test_model_runner import max_logit_error  # noqa: E402
+from live.tiny_models import load_reference, random_prompts, reference_greedy  # noqa: E402
+
+CATALOG = Path(__file__).resolve().parents[3] / "model_specs" / "catalog"
+KV_BYTES = 1 << 20
+MNBT = 16
+MAX_NEW = 8
+BLOCK = 4
+LOGIT_TOL = 2e-5  # relative to the largest |logit|, as test_model_runner.py (fp32)
+RANK, ROPE, NOPE, V_DIM = 24, 8, 16, 12
+LATENT_TOKEN_BYTES = (24 + 8) * 4  # kv_lora_rank + qk_rope_head_dim float32 values: 128
+
+MLA_TINY = dict(
+    hidden_size=64, num_attention_heads=4, num_key_value_heads=4, vocab_size=256, intermediate_size=96,
+    moe_intermediate_size=32, num_hidden_layers=3, first_k_dense_replace=1, n_routed_experts=4,
+    num_experts_per_tok=2, n_shared_experts=1, kv_lora_rank=RANK, qk_rope_head_dim=ROPE,
+    qk_nope_head_dim=NOPE, v_head_dim=V_DIM, q_lora_rank=32, max_position_embeddings=256,
+    tie_word_embeddings=False, initializer_range=0.5, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+# name -> (model_type, overrides): V3 as configured by default (interleaved rope, q LoRA); V3
+# with yarn (mscale changes the scaling), rotate-half rope and a plain q_proj; V2 (complex rope)
+MLA_FAMILIES: dict[str, tuple[str, dict]] = {
+    "deepseek_v3": ("deepseek_v3", dict(n_group=2, topk_group=1, rope_interleave=True)),
+    "deepseek_v3_yarn": ("deepseek_v3", dict(
+        n_group=2, topk_group=1, rope_interleave=False, q_lora_rank=None,
+        rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0, original_max_position_embeddings=64,
+                             beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))),
+    "deepseek_v2": ("deepseek_v2", dict(topk_method="greedy")),
+}
+
+
+def save_mla_model(family: str, directory, seed: int = 0):
+    model_type, overrides = MLA_FAMILIES[family]
+    config = AutoConfig.for_model(model_type, **{**MLA_TINY, **overrides})
+    torch.manual_seed(seed)
+    AutoModelForCausalLM.from_config(copy.deepcopy(config)).save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module", params=list(MLA_FAMILIES))
+def tiny_mla(request, tmp_path_factory):
+    path = save_mla_model(request.param, tmp_path_factory.mktemp(request.param))
+    return request.param, path, load_reference(path)
+
+
+def make_runner(path, **options):
+    files = open_model(str(path))
+    the_plan = plan_run(files, RunOptions(block_size=BLOCK, max_num_batched_tokens=MNBT, max_model_len=128,
+                                          **options), KV_BYTES)
+    return the_plan, load_runner(files, the_plan, torch.device("cpu"))
+
+
+def test_mla_matches_generate(tiny_mla):
+    family, path, reference = tiny_mla
+    the_plan, runner = make_runner(path)
+    prompts = random_prompts((23, 37, 11))
+    config = RunConfig(max_new_tokens=MAX_NEW, max_num_batched_tokens=MNBT, record_logits=True,
+                       check_tables=True)
+    outcome = generate(runner, prompts, config)
+    for prompt, generation in zip(prompts, outcome.generations):
+        assert generation.output_token_ids == reference_greedy(reference, prompt, MAX_NEW), family
+        assert max_logit_error(reference, generation) < LOGIT_TOL, family
+    # prefills spanned several steps (37 tokens = 10 blocks of 4, 3 chunks of 16) mixed with decodes
+    assert outcome.timings.num_steps > sum(map(len, prompts)) // MNBT + MAX_NEW - 1
+    report = build_report(the_plan.primary.layout, KV_BYTES, runner.kv_cache.num_bytes, (37, MAX_NEW), config,
+                          outcome)
+    assert report.agree, [c for c in report.checks if not c.ok]
+
+
+def test_mla_prefix_cache_hit_matches(tiny_mla):
+    family, path, reference = tiny_mla
+    _, runner = make_runner(path)
+    shared = random_prompts((24,), seed=7)[0]
+    prompts = [shared + [40, 41, 42], shared + [50, 51], shared[:9]]
+    # one request at a time: the later ones find the first one's cached latent blocks
+    config = RunConfig(max_new_tokens=5, max_num_batched_tokens=MNBT, max_num_seqs=1, check_tables=True)
+    outcome = generate(runner, prompts, config)
+    assert outcome.cache.num_hit_tokens >= 24 + 8  # 6 full blocks of the second prompt, 2 of the third
+    for prompt, generation in zip(prompts, outcome.generations):
+        assert generation.output_token_ids == reference_greedy(reference, prompt, 5), family
+
+
+def test_mla_page_holds_one_latent_per_token(tmp_path):
+    """The plan's MLA page, the bytes allocated, and what a prefill writes into the pages: the
+    normalized latent then the rope key, exactly transformers' own cache entries."""
+    path = save_mla_model("deepseek_v3", tmp_path)
+    the_plan, runner = make_runner(path)
+    layout = the_plan.primary.layout
+    (group,) = layout.groups
+    (pool,) = layout.pools
+    assert group.spec.is_mla and group.layer_ids == (0, 1, 2)
+    assert group.page_size_bytes == BLOCK * LATENT_TOKEN_BYTES == 512
+    assert pool.bytes_per_block == 3 * 512  # one page per layer
+    assert runner.kv_cache.num_bytes == pool.num_blocks * 3 * 512
+    caches = runner.kv_cache.layers[1]
+    assert caches.key_cache.shape == (pool.num_blocks, BLOCK, 1, RANK + ROPE)
+    assert caches.value_cache.data_ptr() == caches.key_cache.data_ptr()  # one latent, no V
+    assert caches.key_cache.stride()[:2] == (512 // 4, RANK + ROPE)  # a page: 4 tokens x 32 floats
+
+    prompt = random_prompts((13,), seed=11)[0]  # 4 blocks, the last one partly filled
+    kv = KVCacheManager(layout, CacheConfig(enable_caching=False))
+    scheduler = Scheduler(kv, SchedulerConfig(MNBT, 1))
+    request = Request("0", prompt, max_output_len=1)
+    scheduler.add_request(request)
+    runner.reset()
+    runner.execute(scheduler.schedule())
+    table = kv.block_ids(request)[0]
+    assert len(table) == 4
+    expected = DynamicCache()
+    with torch.no_grad():
+        load_reference(path)(torch.tensor([prompt]), cache=expected, use_cache=True)
+    for layer in range(3):
+        paged = runner.kv_cache.layers[layer].key_cache[torch.tensor(table)].flatten(0, 1)[:13, 0]
+        entries = expected.layers[layer]
+        latent = torch.cat((entries.keys[0, 0], entries.values[0, 0]), dim=-1)  # kv_nope, k_rot
+        assert latent.shape == (13, RANK + ROPE)
+        torch.testing.assert_close(paged, latent, rtol=1e-5, atol=1e-5)
+
+
+def test_deepseek_v3_checkpoint_config_opens(tmp_path):
+    """The real DeepSeek-V3 config (catalog) is no longer refused: its latent is 512 + 64 values."""
+    from safetensors.torch import save_file
+
+    shutil.copy(CATALOG / "deepseek-v3.json", tmp_path / "config.json")
+    save_file({"x": torch.zeros(1)}, str(tmp_path / "model.safetensors"))
+    files = open_model(str(tmp_path))
+    attention = [layer for layer in files.spec.cache_layers if layer.is_mla]
+    assert len(attention) == 61 and {(layer.head_dim, layer.head_dim_v) for layer in attention} == {(576, 0)}
