@@ -17,6 +17,7 @@ from hkv.model_specs.draft_layers import full_attention_drafts
 from hkv.model_specs.dtypes import DEFAULT_DTYPE_BYTES, dtype_bytes
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.family_defaults import QUIET_DEFAULT_KEYS, defaults_for, family_of
+from hkv.model_specs.inkling_layers import inkling_cache_layers
 from hkv.model_specs.kv_sharing import kv_share_targets
 from hkv.model_specs.layer_classify import classify_layers
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer, RecurrentDesc
@@ -126,9 +127,16 @@ def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_laye
         return ()
 
 
+# Families whose layers cache more than their attention and mixer (Inkling: a conv state per layer).
+FAMILY_CACHE_LAYERS = {"inkling_text": inkling_cache_layers}
+
+
 def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],
                   model_dtype: int) -> tuple[CacheLayer, ...]:
-    """One AttentionDesc / RecurrentDesc per cache-owning module, attention first within a layer."""
+    """One AttentionDesc / RecurrentDesc per cache-owning module, attention first within a layer
+    (families with caches of their own: FAMILY_CACHE_LAYERS)."""
+    if view.family in FAMILY_CACHE_LAYERS:
+        return FAMILY_CACHE_LAYERS[view.family](view, kinds, model_dtype)
     uses = {kind for layer in kinds for kind in layer}
     dims = attention_dims(view) if uses - {LayerKind.RECURRENT} else None
     geometry = recurrent_geometry(view) if LayerKind.RECURRENT in uses else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hkv.model_specs import layer_rules as rules
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.inkling_layers import inkling_layer_types
 from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList, kinds_from_names
 
 LAYER_RULES: dict[str, rules.LayerRule] = {
@@ -47,6 +48,7 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "lfm2": rules.lfm2_layers,
     "lfm2_moe": rules.listed_layer_types,
     "lfm3": rules.listed_layer_types,
+    "inkling_text": inkling_layer_types,  # attention per layer; its conv states: inkling_layers.py
 }
 
 # Attributes that mean "not plain full attention" for a model_type without a rule.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, LayerCacheSpec
+from hkv.model_specs.conv_state_cache import ConvStateCacheSpec
 from hkv.model_specs.layer_desc import CacheLayer
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.cache_options import CacheOptions
@@ -37,15 +38,16 @@ def owned_cache_layers(model: ModelSpec, opts: CacheOptions, *,
 
 def attention_page_layers(entries: list[tuple[CacheLayer, LayerCacheSpec]], block_size: int,
                           promote_local: bool = False) -> list[PagedLayer]:
-    """Attention layers paged at `block_size` (optionally promoted to full attention)."""
+    """Attention layers paged at `block_size` (optionally promoted to full attention), or at the
+    block their engine fixes (a conv state's kernel, ConvStateCacheSpec)."""
     layers = []
     for layer, spec in entries:
         if not isinstance(spec, AttentionCacheSpec):
             continue
         if promote_local:
             spec = spec.as_full()
-        layers.append(PagedLayer(layer.name, layer.layer_idx, spec, block_size,
-                                 spec.page_size_bytes(block_size)))
+        size = spec.block_len if isinstance(spec, ConvStateCacheSpec) else block_size
+        layers.append(PagedLayer(layer.name, layer.layer_idx, spec, size, spec.page_size_bytes(size)))
     return layers
 
 

@@ -120,6 +120,8 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
                          "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1.")
         hybrid = False
     promote = not hybrid and CacheKind.FULL in kinds and bool(kinds & {CacheKind.SLIDING, CacheKind.CHUNKED})
+    if promote:
+        _check_one_window(entries)
 
     block_size = cfg.block_size
     attn_specs = [s for _, s in entries if isinstance(s, AttentionCacheSpec)]
@@ -157,6 +159,19 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
     return Layout(name, tuple(kv_groups), (pool,) if kv_groups else (), max_len,
                   in_flight_tokens(cfg, budget.max_num_batched_tokens), budget.available_bytes,
                   tuple(notes), pp_size=cfg.pp)
+
+
+def _check_one_window(entries: list) -> None:
+    """vLLM promotes local layers to full attention that remembers their window; the merged spec
+    takes one window (and one chunk), so two lengths (Inkling's 512-token attention windows and its
+    4-token conv states) make FullAttentionSpec.merge_window_sizes raise at start-up."""
+    specs = [s for _, s in entries if isinstance(s, AttentionCacheSpec)]
+    for what, lengths in (("sliding windows", {s.window_len for s in specs if s.window_len is not None}),
+                          ("local chunks", {s.chunk_len for s in specs if s.chunk_len is not None})):
+        if len(lengths) > 1:
+            raise LayoutUnavailableError(
+                f"vLLM without the hybrid KV cache manager fails on {what} of different lengths "
+                f"({', '.join(map(str, sorted(lengths)))} tokens): use the hybrid manager", fields=("layout",))
 
 
 def _check_stages_own_cache(model: ModelSpec, entries: list, pp: int) -> None:
