@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.indexer_cache import DSA_FAMILIES
 from hkv.model_specs.latent_attention_form import caches_expanded_heads, expanded_head_dim
 from hkv.model_specs.layer_desc import AttentionDesc
 from hkv.model_specs.layer_kinds import LayerKind
@@ -34,7 +35,7 @@ def attention_dims(view: ConfigView) -> AttentionDims:
         head_dim = expanded_head_dim(view)
         return AttentionDims(num_kv_heads=num_query_heads(view), head_dim=head_dim, head_dim_v=head_dim,
                              is_mla=False)
-    if view.family in MLA_FAMILIES:
+    if view.family in MLA_FAMILIES or view.family in DSA_FAMILIES:
         # The cache holds the compressed KV latent plus the shared RoPE key (DeepSeek-V2 MLA).
         latent = view.int_value("kv_lora_rank") + view.int_value("qk_rope_head_dim")
         return AttentionDims(num_kv_heads=1, head_dim=latent, head_dim_v=0, is_mla=True)

@@ -20,6 +20,16 @@ class CacheKind(str, Enum):
     RECURRENT = "recurrent"
 
 
+class CacheRole(str, Enum):
+    """What an attention-shaped page holds. KV: the layer's keys/values (or MLA latent). INDEXER: the
+    DeepSeek Sparse Attention lightning indexer's quantized keys (model_specs/indexer_cache.py): one
+    per-token vector, paged and freed exactly like full attention, but a distinct spec (vLLM's
+    MLAAttentionSpec with cache_role INDEXER) whose bytes do not follow --kv-cache-dtype."""
+
+    KV = "kv"
+    INDEXER = "indexer"
+
+
 @dataclass(frozen=True)
 class AttentionCacheSpec:
     """Paged K/V for one attention layer on one rank.
@@ -36,6 +46,7 @@ class AttentionCacheSpec:
     window_len: int | None = None  # sliding window W (tokens), SLIDING only
     chunk_len: int | None = None  # local chunk C (tokens), CHUNKED only
     is_mla: bool = False
+    role: CacheRole = CacheRole.KV
 
     def __post_init__(self) -> None:
         assert self.kind is not CacheKind.RECURRENT
@@ -66,7 +77,7 @@ class AttentionCacheSpec:
         """The same layer promoted to full attention (vLLM --disable-hybrid-kv-cache-manager)."""
         return AttentionCacheSpec(
             CacheKind.FULL, self.num_kv_heads, self.head_dim, self.head_dim_v, self.dtype_bytes,
-            is_mla=self.is_mla,
+            is_mla=self.is_mla, role=self.role,
         )
 
 

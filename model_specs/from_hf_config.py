@@ -18,6 +18,7 @@ from hkv.model_specs.dtypes import DEFAULT_DTYPE_BYTES, dtype_bytes
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.family_defaults import QUIET_DEFAULT_KEYS, defaults_for, family_of
 from hkv.model_specs.inkling_layers import inkling_cache_layers
+from hkv.model_specs.indexer_cache import indexer_desc
 from hkv.model_specs.kv_sharing import kv_share_targets
 from hkv.model_specs.layer_classify import classify_layers
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer, RecurrentDesc
@@ -153,6 +154,8 @@ def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],
                     conv_dim=geometry.conv_dim, ssm_heads=geometry.ssm_heads, ssm_dims=geometry.ssm_dims,
                     default_conv_dtype_bytes=conv_bytes, default_ssm_dtype_bytes=ssm_bytes,
                     conv_groups=geometry.conv_groups, conv_group_dim=geometry.conv_group_dim))
+            elif kind is LayerKind.INDEXER:
+                layers.append(indexer_desc(view, idx))
             else:
                 assert dims is not None
                 desc = attention_desc(view, apply_override(dims, overrides.get(idx)), idx, kind)

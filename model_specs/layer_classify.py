@@ -14,6 +14,9 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "deepseek_v2": rules.all_full,
     "glm4_moe": rules.all_full,
     "glm4_moe_lite": rules.all_full,  # MLA in every layer (GLM-4.7-Flash)
+    "deepseek_v32": rules.dsa_layers,  # MLA + the DSA indexer's key cache
+    "glm_moe_dsa": rules.dsa_layers,
+    "hy_v4": rules.dsa_layers,
     "axk1": rules.all_full,  # MLA in every layer (A.X K1)
     "sarvam_mla": rules.all_full,  # MLA in every layer (Sarvam 105B), see latent_attention_form
     "minicpm3": rules.all_full,  # a latent config that vLLM pages as per-head K/V, see latent_attention_form

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hkv.model_specs.cache_options import CacheOptions
-from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
+from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, CacheRole, StateCacheSpec
 
 
 # Recurrent variants whose conv state vLLM lengthens by the speculative tokens (their mixers pass
@@ -33,10 +33,12 @@ class AttentionDesc:
     # A configured window that covers the whole context (the layer is full attention; vLLM
     # still caches it as sliding, which costs one block more per request).
     covered_window_len: int | None = None
+    role: CacheRole = CacheRole.KV  # INDEXER: a DSA lightning-indexer key cache (indexer_cache.py)
+    fixed_dtype_bytes: int | None = None  # element bytes whatever --kv-cache-dtype says (the indexer's uint8)
 
     @property
     def name(self) -> str:
-        return f"layers.{self.layer_idx}.attn"
+        return f"layers.{self.layer_idx}.{_MODULE_NAME[self.role]}"
 
     def cache_spec(self, opts: CacheOptions, *, engine_windows: bool = False) -> AttentionCacheSpec | None:
         """Per-rank spec; `engine_windows` applies a covered window as vLLM does."""
@@ -48,9 +50,12 @@ class AttentionDesc:
         # MLA's latent is replicated across TP ranks; GQA heads are split, at least one per rank.
         heads = 1 if self.is_mla else max(1, self.num_kv_heads // opts.tp)
         return AttentionCacheSpec(
-            self.kind, heads, self.head_dim, self.head_dim_v, opts.kv_dtype_bytes,
-            window_len=self.window_len, chunk_len=self.chunk_len, is_mla=self.is_mla,
+            self.kind, heads, self.head_dim, self.head_dim_v, self.fixed_dtype_bytes or opts.kv_dtype_bytes,
+            window_len=self.window_len, chunk_len=self.chunk_len, is_mla=self.is_mla, role=self.role,
         )
+
+
+_MODULE_NAME = {CacheRole.KV: "attn", CacheRole.INDEXER: "indexer"}
 
 
 # Variants whose state vLLM keeps in the conv (mamba_cache) dtype whatever --mamba-ssm-cache-dtype

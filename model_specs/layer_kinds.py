@@ -23,6 +23,7 @@ class LayerKind(str, Enum):
     SLIDING = "sliding"
     CHUNKED = "chunked"
     RECURRENT = "recurrent"  # the family's recurrent mixer, see RECURRENT_VARIANT
+    INDEXER = "indexer"  # DeepSeek Sparse Attention's lightning-indexer keys (indexer_cache.py)
 
 
 _NAME_TO_KINDS: dict[str, tuple[LayerKind, ...]] = {
@@ -34,6 +35,8 @@ _NAME_TO_KINDS: dict[str, tuple[LayerKind, ...]] = {
     "mamba": (LayerKind.RECURRENT,),
     "conv": (LayerKind.RECURRENT,),  # LFM2's short convolution: a conv-only recurrent state
     "hybrid": (LayerKind.FULL, LayerKind.RECURRENT),  # attention first: vLLM registers it first
+    # DSA: MLA plus the indexer's key cache (the MLA layer registers first in vLLM).
+    "indexed_attention": (LayerKind.FULL, LayerKind.INDEXER),
     "mlp": (),
     "moe": (),
 }
@@ -75,6 +78,11 @@ class LayerTypeList:
 # Layer kinds and recurrent families that exist in released configs but that hkv does not model
 # yet: the refusal says what they are, so a user knows the plan is missing, not the config wrong.
 UNMODELED_LAYER_KINDS: dict[str, str] = {
+    "compressed_sparse_attention": "DeepSeek-V4's compressed sparse attention (vLLM caches a 128-token sliding "
+                                   "window, 4:1-compressed MLA states, an fp32 compressor state and a compressed "
+                                   "indexer cache per layer)",
+    "heavily_compressed_attention": "DeepSeek-V4's heavily compressed attention (vLLM caches a 128-token sliding "
+                                    "window, 128:1-compressed MLA states and an fp32 compressor state per layer)",
     "hybrid_sliding": "inkling2's sliding-window layer, whose short-conv streams vLLM caches as a second "
                       "sliding-window spec with its own block size (the conv kernel)",
 }

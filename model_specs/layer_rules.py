@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.indexer_cache import indexer_sharing_layers
 from hkv.model_specs.layer_kinds import LayerTypeList
 
 LayerRule = Callable[[ConfigView, int], LayerTypeList]
@@ -296,6 +297,17 @@ def _zero_based(one_based: object, attribute: str, n: int) -> int:
     if not isinstance(one_based, int) or not 1 <= one_based <= n:
         raise InvalidConfigError(f"{attribute} contains {one_based!r}, outside the 1-based range 1..{n}")
     return one_based - 1
+
+
+def dsa_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5, Hunyuan-V4): every layer "indexed_attention"
+    (MLA + an indexer key cache, the config classes' default), except the layers that reuse another
+    layer's top-k (IndexCache, indexer_cache.py), which cache the MLA latent only."""
+    names = (explicit_layer_types(view, n) or _every(lambda i: "indexed_attention", "model_type", n))
+    shared = indexer_sharing_layers(view, n)
+    return LayerTypeList(names.attribute, tuple(
+        "full_attention" if name == "indexed_attention" and i in shared else name
+        for i, name in enumerate(names.names)))
 
 
 def nemotron_layer_types(view: ConfigView) -> LayerTypeList:

@@ -38,6 +38,7 @@ from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.plan_config import PlanConfig
+from hkv.planner.sparse_mla_backend import DSA_BACKENDS, DSA_KERNEL_BLOCK_LEN, dsa_block_size, has_indexer_cache
 from hkv.planner.vllm_rules import VllmRules
 
 VLLM_DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE
@@ -311,6 +312,11 @@ def plan_block_size(model: ModelSpec, cfg: PlanConfig) -> BlockSizeChoice:
     against the backend), else what vLLM picks on cfg.gpu (or its CPU platform, cfg.cpu_engine)
     for this model and release."""
     capability = get_gpu(cfg.gpu).compute_capability if cfg.gpu is not None and not cfg.cpu_engine else None
+    if capability is not None and has_indexer_cache(model):
+        size = dsa_block_size(cfg.block_size)
+        why = ("given; " if cfg.block_size else "") + f"{DSA_BACKENDS} on {cuda_target(capability)}"
+        return BlockSizeChoice(size, DSA_KERNEL_BLOCK_LEN, DSA_BACKENDS, cuda_target(capability),
+                               cfg.block_size is not None, DSA_KERNEL_BLOCK_LEN, why)
     return choose_block_size(AttentionQuery.of(model, cfg), cfg.block_size, cfg.vllm_rules(), capability=capability,
                              cpu=cfg.cpu_engine)
 

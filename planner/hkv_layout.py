@@ -37,7 +37,7 @@ from hkv.planner.layout import BlockBound, KVCacheGroup, Layout
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.paged_layer import (
     PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, split_strided,
-    unify_page_sizes,
+    uniform_type, unify_page_sizes,
 )
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.pool_sizing import size_pool, to_kv_groups
@@ -60,7 +60,11 @@ def hkv_in_flight_tokens(cfg: PlanConfig, max_num_batched_tokens: int) -> int:
 
 def choose_groups(layers: list[PagedLayer], seq_len: int, t: int) -> list[list[PagedLayer]]:
     """Group size with the fewest bytes per request at seq_len under BlockBound.EXACT (ties: fewer
-    groups), among those needing at most MAX_BLOCK_IDS_RATIO x vLLM's block ids per request."""
+    groups), among those needing at most MAX_BLOCK_IDS_RATIO x vLLM's block ids per request.
+    Layers of one type (same block lifetime, pages that may differ: MLA + DSA indexer) stay one group,
+    as in vLLM: splitting them could only add block ids."""
+    if uniform_type(layers):
+        return [layers]
     buckets = bucket_by_spec(unify_page_sizes(layers))
     if len(buckets) <= 1:
         return buckets

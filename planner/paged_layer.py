@@ -77,6 +77,18 @@ def unify_page_sizes(layers: list[PagedLayer]) -> list[PagedLayer]:
     return unified
 
 
+def uniform_type(layers: list[PagedLayer]) -> bool:
+    """vLLM UniformTypeKVCacheSpecs: one kind, one window/chunk, one block size (pages may differ):
+    such layers form one group whose block holds each layer's own page (a DSA model's MLA latents
+    and indexer keys; Gemma 4's full layers of two head sizes without the hybrid manager)."""
+    def type_key(layer: PagedLayer) -> tuple[object, ...]:
+        spec = layer.spec
+        if isinstance(spec, AttentionCacheSpec):
+            return (spec.kind, spec.window_len, spec.chunk_len, spec.is_mla, layer.block_size)
+        return (spec.kind, layer.block_size)
+    return len({type_key(layer) for layer in layers}) == 1
+
+
 def bucket_by_spec(layers: list[PagedLayer]) -> list[list[PagedLayer]]:
     """Buckets of equal (spec, block size, page), in order of first appearance."""
     buckets: dict[tuple[LayerCacheSpec, int, int], list[PagedLayer]] = {}

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from hkv.model_specs.cache_spec import CacheKind, LayerCacheSpec, StateCacheSpec
 from hkv.model_specs.layer_desc import CacheLayer
 from hkv.planner.layout import BlockBound, KVCacheGroup, Pool
-from hkv.planner.paged_layer import PagedLayer, bucket_by_spec, unify_page_sizes
+from hkv.planner.paged_layer import PagedLayer, bucket_by_spec, uniform_type, unify_page_sizes
 from hkv.planner.pool_sizing import bytes_per_block_by_stage, size_pool, to_kv_groups
 
 POOL_OF_KIND = {
@@ -35,6 +35,9 @@ def state_page_layers(entries: list[tuple[CacheLayer, LayerCacheSpec]],
 
 
 def one_group_per_bucket(layers: list[PagedLayer]) -> list[list[PagedLayer]]:
+    """One group per spec; layers of one type whose pages differ (MLA + DSA indexer) one group."""
+    if uniform_type(layers):
+        return [layers]
     return bucket_by_spec(unify_page_sizes(layers))
 
 

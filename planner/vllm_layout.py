@@ -16,7 +16,7 @@ from hkv.planner.layout import Layout, cdiv
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.paged_layer import (
     PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, pp_stage_of, split_strided,
-    unify_page_sizes,
+    uniform_type, unify_page_sizes,
 )
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.pool_sizing import StateBlocks, size_pool, to_kv_groups
@@ -192,7 +192,7 @@ def _group(layers: list[PagedLayer], notes: list[str], rules: VllmRules) -> list
     first = layers[0]
     if all(layer.bucket_key == first.bucket_key for layer in layers):
         return [layers]
-    if _uniform_type(layers):
+    if uniform_type(layers):
         return [layers]
     buckets = bucket_by_spec(unify_page_sizes(layers))
     group_size = rules.group_size([len(b) for b in buckets])
@@ -204,14 +204,3 @@ def _group(layers: list[PagedLayer], notes: list[str], rules: VllmRules) -> list
                          f"{pad / len(bucket) * 100:.2f}% KV cache memory")
         groups.extend(split_strided(bucket, group_size))
     return groups
-
-
-def _uniform_type(layers: list[PagedLayer]) -> bool:
-    """vLLM UniformTypeKVCacheSpecs: one kind, one window/chunk, one block size (pages may differ)."""
-    def type_key(layer: PagedLayer) -> tuple[object, ...]:
-        spec = layer.spec
-        if isinstance(spec, AttentionCacheSpec):
-            return (spec.kind, spec.window_len, spec.chunk_len, spec.is_mla, layer.block_size)
-        return (spec.kind, layer.block_size)
-    return len({type_key(layer) for layer in layers}) == 1
-
