@@ -14,7 +14,7 @@ from hkv.model_specs.layer_kinds import LayerKind
 
 # Families whose full-attention layers are multi-head latent attention (one shared latent per token).
 MLA_FAMILIES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_linear", "glm4_moe_lite", "bailing_hybrid",
-                          "axk1", "sarvam_mla"})
+                          "axk1", "sarvam_mla", "longcat_flash"})
 
 _CACHE_KIND = {LayerKind.FULL: CacheKind.FULL, LayerKind.SLIDING: CacheKind.SLIDING,
                LayerKind.CHUNKED: CacheKind.CHUNKED}
@@ -83,9 +83,9 @@ def attention_desc(view: ConfigView, dims: AttentionDims, layer_idx: int, kind: 
 
 
 def _covered_window(view: ConfigView, kind: LayerKind) -> int | None:
-    """A model-wide `sliding_window` that covers the whole context (Mistral/Ministral without
+    """A model-wide `sliding_window` that covers the whole context (Mistral/Ministral, StarCoder2 without
     layer_types): the layer attends fully, but vLLM still gives it a sliding-window cache."""
-    if kind is not LayerKind.FULL or view.family != "mistral" or view.get("layer_types"):
+    if kind is not LayerKind.FULL or view.family not in ("mistral", "starcoder2") or view.get("layer_types"):
         return None
     window, max_len = view.get("sliding_window"), view.get("max_position_embeddings")
     if isinstance(window, int) and isinstance(max_len, int) and window >= max_len:

@@ -3,7 +3,8 @@
 Multimodal wrappers (Gemma 3, Llama 4, Gemma 3n) keep the language model in `text_config`; the view
 merges it over the top level, so `view.get("hidden_size")` is the text model's value everywhere.
 
-Lookup order of `value(key)`: the config itself, then a catalog annotation `_assumed_<key>`
+Lookup order of `value(key)`: the family's own spelling or rule for `key` (config_aliases.py), the
+config itself, then a catalog annotation `_assumed_<key>`
 (a value a person chose for a partial config, with its source in the catalog file), then the
 family default (the transformers config-class default), then the caller's `default`. The last three
 append a line to `notes`, which ends up in `ModelSpec.note`, so no assumption is silent; the only
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hkv.model_specs.config_aliases import key_rule
 from hkv.model_specs.errors import InvalidConfigError
 
 _MISSING = object()
@@ -57,7 +59,12 @@ class ConfigView:
         return default if value is None else value
 
     def _raw(self, key: str) -> Any:
-        for name in (key, *_SYNONYMS_OF.get(key, ())):
+        names = (key, *_SYNONYMS_OF.get(key, ()))
+        for name in names:  # the family's own spelling or rule first (config_aliases.py)
+            rule = key_rule(self.family, name)
+            if rule is not None and (ruled := rule(self)) is not None:
+                return ruled
+        for name in names:
             if self.values.get(name) is not None:
                 return self.values[name]
         return None

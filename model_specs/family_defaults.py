@@ -102,6 +102,20 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     "nemotron_h": {"tie_word_embeddings": False, "max_position_embeddings": 4096, "head_dim": 128,
                    "n_groups": 8, "conv_kernel": 4, "expand": 2, "use_conv_bias": True, "use_bias": False,
                    "mlp_bias": False, "mamba_ssm_cache_dtype": "float32", "n_shared_experts": 1},
+    # Classic families (config_aliases.py reads their own key names): the transformers class defaults
+    # of what their configs may omit.
+    "gpt2": {"tie_word_embeddings": True, "max_position_embeddings": 1024},
+    "gpt_bigcode": {"tie_word_embeddings": True, "multi_query": True, "max_position_embeddings": 1024},
+    "gptj": {"tie_word_embeddings": False, "max_position_embeddings": 2048},
+    "bloom": {"tie_word_embeddings": True},
+    "falcon": {"tie_word_embeddings": True, "bias": False, "multi_query": True,
+               "new_decoder_architecture": False, "parallel_attn": True, "max_position_embeddings": 2048},
+    "opt": {"tie_word_embeddings": True, "enable_bias": True, "layer_norm_elementwise_affine": True,
+            "do_layer_norm_before": True},
+    "mpt": {"tie_word_embeddings": True, "expansion_ratio": 4},
+    "starcoder2": {"tie_word_embeddings": True, "use_bias": True},
+    "dbrx": {"tie_word_embeddings": False},
+    "longcat_flash": {"tie_word_embeddings": False, "zero_expert_num": 256},
     "jamba": {"tie_word_embeddings": False, "max_position_embeddings": 262144,
               "attn_layer_period": 8, "attn_layer_offset": 4, "expert_layer_period": 2,
               "expert_layer_offset": 1, "num_experts": 16, "mamba_d_conv": 4, "mamba_d_state": 16,
@@ -110,8 +124,9 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 # Bias switches: their class default is used without a note (they never change a cache size).
-QUIET_DEFAULT_KEYS = frozenset({"conv_bias", "attention_bias", "qkv_bias", "mlp_bias", "use_bias", "use_conv_bias",
-                                "mamba_conv_bias", "mamba_proj_bias", "projectors_bias", "mamba_rms_norm"})
+QUIET_DEFAULT_KEYS = frozenset({"bias", "enable_bias", "conv_bias", "attention_bias", "qkv_bias", "mlp_bias",
+                                "use_bias", "use_conv_bias", "mamba_conv_bias", "mamba_proj_bias",
+                                "projectors_bias", "mamba_rms_norm"})
 
 
 def defaults_for(family: str) -> dict[str, Any]:

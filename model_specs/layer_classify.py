@@ -52,6 +52,11 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "lfm2_moe": rules.listed_layer_types,
     "lfm3": rules.listed_layer_types,
     "inkling_text": inkling_layer_types,  # attention per layer; its conv states: inkling_layers.py
+    # Classic dense / MoE families with their own key names (config_aliases.py): full attention
+    # on every layer; LongCat-Flash's num_hidden_layers counts both MLA attentions of each block.
+    **{family: rules.all_full for family in ("gpt2", "gptj", "gpt_bigcode", "bloom", "falcon", "opt", "dbrx",
+                                             "mpt", "longcat_flash")},
+    "starcoder2": rules.window_covers_context,  # vLLM applies its one sliding_window to every layer
 }
 
 # Attributes that mean "not plain full attention" for a model_type without a rule.

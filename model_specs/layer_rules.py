@@ -204,13 +204,21 @@ def _layer_indices(indices: list, attribute: str, n: int) -> set[int]:
     return set(indices)
 
 
+# Why vLLM cannot serve such a config either, where that is known.
+_UNLISTED_IN_VLLM = {
+    "lfm2_moe": "vLLM 0.32's Lfm2MoeForCausalLM builds layer i from config.layer_types[i] and "
+                "Lfm2MoeConfig derives no list (full_attn_idxs is not read), so vLLM cannot load it either",
+}
+
+
 def listed_layer_types(view: ConfigView, n: int) -> LayerTypeList:
     """Families whose config always lists its layers (Zamba2, Bailing hybrid, LFM2-MoE, LFM3):
     without the list nothing tells the recurrent layers from the attention ones."""
     explicit = explicit_layer_types(view, n)
     if explicit is None:
+        why = _UNLISTED_IN_VLLM.get(view.family)
         raise InvalidConfigError(f"model_type {view.family!r} needs layer_types (which layers are attention, "
-                                 "which recurrent); the config has none")
+                                 "which recurrent); the config has none" + (f": {why}" if why else ""))
     return explicit
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hkv.model_specs import param_count_attention as attn
+from hkv.model_specs import param_count_classic as classic
 from hkv.model_specs import param_count_hybrid as hybrid
 from hkv.model_specs import param_count_lfm as lfm
 from hkv.model_specs import param_count_ssm as ssm
@@ -63,6 +64,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "falcon_mamba": ssm.mamba1,
     "lfm2": lfm.lfm2,
     "lfm2_moe": lfm.lfm2_moe,
+    **classic.COUNTERS,  # GPT-2, GPT-J, BLOOM, Falcon, OPT, MPT, StarCoder2, DBRX, LongCat-Flash
 }
 
 

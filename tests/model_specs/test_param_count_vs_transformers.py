@@ -110,6 +110,38 @@ FAMILIES: dict[str, dict] = {
                          hidden_size_per_layer_input=8, laurel_rank=4, sliding_window=32,
                          layer_types=["sliding_attention", "full_attention"] * 2,
                          activation_sparsity_pattern=[0.0] * 4),
+    # Classic families with their own key names (TINY's standard names reach them through each class's
+    # attribute_map; the strays they do not use, e.g. GPT-2's num_key_value_heads, must be ignored).
+    "gpt2": dict(num_hidden_layers=2),
+    "gpt2-inner-untied": dict(model_type="gpt2", num_hidden_layers=2, n_inner=80, tie_word_embeddings=False),
+    "gpt_bigcode": dict(num_hidden_layers=2),  # multi_query: one KV head
+    "gpt_bigcode-mha": dict(model_type="gpt_bigcode", num_hidden_layers=2, multi_query=False),
+    "gptj": dict(num_hidden_layers=2, rotary_dim=8),
+    "gptj-tied": dict(model_type="gptj", num_hidden_layers=2, rotary_dim=8, tie_word_embeddings=True),
+    "bloom": dict(num_hidden_layers=2),
+    # FalconConfig.head_dim is a read-only property: TINY's head_dim cannot be passed.
+    "falcon": dict(num_hidden_layers=2, head_dim=None),  # falcon-7b: multi_query, parallel, one LayerNorm
+    "falcon-new-arch": dict(model_type="falcon", num_hidden_layers=2, head_dim=None,
+                            new_decoder_architecture=True, num_kv_heads=2, bias=True, ffn_hidden_size=80),
+    "falcon-sequential": dict(model_type="falcon", num_hidden_layers=2, head_dim=None, parallel_attn=False,
+                              multi_query=False, tie_word_embeddings=False),
+    "opt": dict(num_hidden_layers=2, ffn_dim=80),
+    "opt-projected": dict(model_type="opt", num_hidden_layers=2, ffn_dim=80, word_embed_proj_dim=32,
+                          enable_bias=False),
+    "mpt": dict(num_hidden_layers=2),
+    "starcoder2": dict(num_hidden_layers=2),
+    "starcoder2-no-bias": dict(model_type="starcoder2", num_hidden_layers=2, use_bias=False,
+                               tie_word_embeddings=False),
+    # transformers 5.24's DBRX attention reads attn_config.rope_theta, which its config class lacks, and
+    # its experts read ffn_config.hidden_size, set from d_model before attribute_map's hidden_size lands.
+    "dbrx": dict(num_hidden_layers=2, hidden_size=None, d_model=64,
+                 attn_config=dict(kv_n_heads=2, rope_theta=1e4),
+                 ffn_config=dict(ffn_hidden_size=48, moe_num_experts=4, moe_top_k=2)),
+    # zero_expert_num=0: with identity experts transformers allocates gate_up rows vLLM does not
+    # (tests/model_specs/test_classic_dense_families.py counts that case).
+    "longcat_flash": dict(num_hidden_layers=4, n_routed_experts=4, zero_expert_num=0, moe_topk=2,
+                          expert_ffn_hidden_size=32, ffn_hidden_size=80, kv_lora_rank=16, q_lora_rank=24,
+                          qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16),
 }
 
 
