@@ -40,7 +40,7 @@ from hkv.runtime.live.prompt_file import Prompt
 from hkv.runtime.live.run_config import DEFAULT_CPU_KV_MEMORY_BYTES
 
 # Recurrent variants whose transformers mixers hkv run drives (runtime/live/recurrent_hook.py).
-RUN_STATE_VARIANTS = frozenset({"mamba1", "mamba2", "gdn", "lightning", "short_conv"})
+RUN_STATE_VARIANTS = frozenset({"mamba1", "mamba2", "gdn", "kda", "lightning", "short_conv"})
 _SSM_DTYPE_KEYS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")  # as model_specs/state_dtypes.py reads
 _TORCH_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
                  "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16,

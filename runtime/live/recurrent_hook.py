@@ -1,6 +1,6 @@
 """Recurrent mixers on hkv's state pool: transformers computes, hkv owns the memory.
 
-Each recurrent mixer module (Mamba1/2, gated delta net, short conv, lightning attention) gets
+Each recurrent mixer module (Mamba1/2, gated / Kimi delta net, short conv, lightning attention) gets
 its `forward` wrapped. The wrapper reads the step in progress from a `StepSlot` the ModelRunner
 fills (Jamba's decoder layer passes its mixer no extra keywords, so `hkv_step=` cannot reach it)
 and calls the module's own forward per request, with a `StateView` over that request's live
@@ -51,6 +51,7 @@ MIXERS: dict[str, MixerKind] = {
     "Qwen3NextGatedDeltaNet": _MAMBA,
     "Qwen3_5GatedDeltaNet": _MAMBA,
     "Qwen3_5MoeGatedDeltaNet": _MAMBA,
+    "KimiLinearDeltaAttention": _MAMBA,  # gated delta net with per-channel decay: GDN's cache calls
     "MiniMaxLightningAttention": _PAST,
     "Lfm2ShortConv": _PAST,
     "Lfm2MoeShortConv": _PAST,
