@@ -114,6 +114,12 @@ FAMILY_DEFAULTS = {
     "olmo_hybrid": ({}, "OlmoHybridForCausalLM"),
     "qwen4_exp_text": ({}, "Qwen4ExpForCausalLM"),  # GDN; its config hook reads Qwen3.5's mamba_ssm_dtype
 }
+# Classes this CPU venv cannot import (their modules need torchvision), and the vLLM class whose state
+# methods have the same body: vllm/models/qwen4_exp/nvidia/model.py's get_gdn_mamba_state_shape_ /
+# _dtype_from_config are line for line Qwen3NextForCausalLM's (hf_text_config.linear_* into
+# gated_delta_net_state_shape; gated_delta_net_state_dtype). The config hook stays the family's own
+# (MODELS_CONFIG_MAP[arch]: Qwen4Exp's, which applies Qwen3.5's mamba_ssm_dtype rule).
+STATE_CLASS_STAND_IN = {"Qwen4ExpForCausalLM": "Qwen3NextForCausalLM"}
 # transformers 5.23's BailingHybridConfig defaults (this venv's transformers predates the class),
 # the keys both readers need; vLLM serves it as BailingMoeV3 (KDA + MLA).
 BAILING_HYBRID = {
@@ -135,12 +141,13 @@ def _family_config(family: str):
 
 
 def vllm_family_state(hf, arch: str, dtype_bytes: int, tp: int):
-    model_cls = ModelRegistry._try_load_model_cls(arch)
+    model_cls = ModelRegistry._try_load_model_cls(STATE_CLASS_STAND_IN.get(arch, arch))
     assert model_cls is not None, f"vLLM 0.32 has no {arch}"
     vc = VllmConfig()
     stub = ob.StubModelConfig(architecture=arch, dtype=ob.TORCH_DTYPE[dtype_bytes], max_model_len=4096,
                               use_mla=False, num_kv_heads=1, head_size=1, is_hybrid=True)
     stub.hf_config = stub.hf_text_config = hf
+    stub.multimodal_config = None  # a text-only serve: read by Qwen4Exp's config hook
     vc.model_config = stub  # type: ignore[assignment]
     vc.parallel_config.tensor_parallel_size = tp
     vc.cache_config.mamba_cache_dtype = "auto"
