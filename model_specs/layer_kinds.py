@@ -16,6 +16,7 @@ from enum import Enum
 
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.indexer_cache import DSA_FAMILIES
 
 
 class LayerKind(str, Enum):
@@ -105,6 +106,11 @@ def kinds_from_names(view: ConfigView, types: LayerTypeList) -> tuple[tuple[Laye
                 f"expected one of: {', '.join(_NAME_TO_KINDS)}"
             )
         kinds = _NAME_TO_KINDS[name]
+        if LayerKind.INDEXER in kinds and view.family not in DSA_FAMILIES:
+            raise InvalidConfigError(
+                f"{types.attribute}[{idx}] = {name!r} (DeepSeek Sparse Attention) in model_type {view.family!r}, "
+                f"whose indexed layers hkv does not model yet (dots3: DSA layers beside sliding-window layers); "
+                f"supported: {', '.join(sorted(DSA_FAMILIES))}")
         if LayerKind.RECURRENT in kinds and view.family in UNMODELED_RECURRENT_FAMILIES:
             raise InvalidConfigError(
                 f"model_type {view.family!r} has {UNMODELED_RECURRENT_FAMILIES[view.family]}; hkv does not "
