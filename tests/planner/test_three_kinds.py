@@ -1,5 +1,6 @@
 """Three cache kinds in one model (gated delta-net + sliding window + full attention, as vLLM
-0.33's MuseSpark): every layout plans it and the runtime replays each with integrity checks.
+0.33's MuseSpark): every layout plans it (the runtime replays each:
+tests/runtime/simulation/test_three_kinds_replay.py).
 
 MuseSpark's own config is not in transformers 5.24, so the model is Qwen3-Next's default config
 (transformers 5.24) cut to 12 layers with an explicit `layer_types` of GDN, sliding (512-token
@@ -11,8 +12,6 @@ bf16 = 49,152 B plus ssm (32, 128, 128) bf16 = 1,048,576 B: 1,097,728 B.
 from __future__ import annotations
 
 import json
-from array import array
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -21,10 +20,6 @@ from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.from_hf_config import from_hf_config
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
-from hkv.runtime.scheduler.scheduler import SchedulerConfig
-from hkv.runtime.simulation.simulator import SimulationConfig, Simulator
-from hkv.runtime.simulation.workload_request import WorkloadRequest
 
 GIB = 2**30
 RECURRENT, SLIDING, FULL = CacheKind.RECURRENT, CacheKind.SLIDING, CacheKind.FULL
@@ -90,44 +85,3 @@ def test_every_layout_plans() -> None:
     for report in result.reports.values():
         assert {g.kind for g in report.layout.groups} == {RECURRENT, SLIDING, FULL}
         assert report.capacity.sustained_concurrency > 0
-
-
-def _workload(num_requests: int) -> list[WorkloadRequest]:
-    """Staggered requests sharing one of three system prompts (300 to 1,100 tokens, across the
-    512-token window), every fifth the next turn of the one before it."""
-    requests: list[WorkloadRequest] = []
-    for i in range(num_requests):
-        output = array("q", range(900_000 + 1000 * i, 900_000 + 1000 * i + 4 + (i * 11) % 40))
-        if i % 5 == 4:
-            parent = requests[-1]
-            prompt = parent.prompt_token_ids + parent.output_token_ids + array("q", range(7, 7 + 30 + i))
-            requests.append(WorkloadRequest(f"r{i}", 0.02 * i, prompt, output, depends_on=i - 1))
-            continue
-        shared = array("q", range(1, 1 + 300 + (i % 3) * 400))
-        prompt = shared + array("q", range(10_000 * (i + 1), 10_000 * (i + 1) + 20 + (i * 13) % 90))
-        requests.append(WorkloadRequest(f"r{i}", 0.02 * i, prompt, output))
-    return requests
-
-
-@pytest.mark.parametrize("layout_name", ["hkv", "vllm", "partitioned"])
-@pytest.mark.parametrize("eviction", [EvictionPolicy.LRU, EvictionPolicy.GROUP_AWARE])
-def test_every_layout_replays_with_integrity_checks(layout_name: str, eviction: EvictionPolicy) -> None:
-    """A budget of 20 vLLM blocks of 3,342,336 B (vLLM charges 4 + 5 + 2 x 2 = 13 per request of
-    2,048 tokens: its pool runs out and preempts), integrity checked after every step, decode runs
-    on and off giving the same report."""
-    layout = _plan(available_bytes=20 * 3_342_336, max_model_len=2048,
-                   expected_avg_seq_len=800).reports[layout_name].layout
-    reports = []
-    for decode_runs in (False, True):
-        config = SimulationConfig(SchedulerConfig(max_num_batched_tokens=256, max_num_seqs=8),
-                                  CacheConfig(eviction_policy=eviction), check_integrity_every=1,
-                                  decode_runs=decode_runs)
-        simulator = Simulator(layout, _workload(40), config)
-        simulator.run()
-        reports.append({k: v for k, v in asdict(simulator.report()).items() if k != "wall_s"})
-    assert reports[0] == reports[1]
-    assert reports[0]["num_finished"] == 40
-    assert reports[0]["num_hit_tokens"] > 0
-    assert simulator.num_decode_run_steps > 0
-    if layout_name == "vllm":
-        assert reports[0]["num_preemptions"] > 0

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 from array import array
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 from rt_harness import FakeRunner, drive
 from rt_layouts import FULL, SLIDING, make_group, make_layout
+from rt_replay import replay_both_ways
 
 from hkv.model_specs.from_hf_config import from_hf_config
 from hkv.planner.plan import plan
@@ -26,7 +26,6 @@ from hkv.runtime import KVCacheManager, Request, Scheduler
 from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
 from hkv.runtime.kv_cache.vllm_compat import SlidingRetention
 from hkv.runtime.scheduler.scheduler import SchedulerConfig
-from hkv.runtime.simulation.simulator import SimulationConfig, Simulator
 from hkv.runtime.simulation.workload_request import WorkloadRequest
 
 CONV, WINDOW, GLOBAL = 0, 1, 2  # group ids
@@ -123,21 +122,13 @@ def _workload(num_requests: int) -> list[WorkloadRequest]:
 def test_replay_is_the_same_with_and_without_decode_runs(eviction: EvictionPolicy, pool_blocks: int) -> None:
     """Integrity checked every step; decode runs (which trust max_blocks_to_pop / surely_fit per
     group) report what single steps report, with a tight pool (preemptions) and a roomy one."""
-    reports = []
-    for decode_runs in (False, True):
-        layout = make_layout(_groups(), [pool_blocks], max_model_len=256, in_flight_tokens=16)
-        config = SimulationConfig(SchedulerConfig(max_num_batched_tokens=24, max_num_seqs=6),
-                                  CacheConfig(eviction_policy=eviction), check_integrity_every=1,
-                                  decode_runs=decode_runs)
-        simulator = Simulator(layout, _workload(30), config)
-        simulator.run()
-        reports.append({k: v for k, v in asdict(simulator.report()).items() if k != "wall_s"})
-    assert reports[0] == reports[1]
-    assert reports[0]["num_finished"] == 30
-    assert reports[0]["num_hit_tokens"] > 0
-    assert simulator.num_decode_run_steps > 0  # the last replay ran decode runs
+    layout = make_layout(_groups(), [pool_blocks], max_model_len=256, in_flight_tokens=16)
+    report = replay_both_ways(layout, lambda: _workload(30), SchedulerConfig(max_num_batched_tokens=24, max_num_seqs=6),
+                              eviction)
+    assert report["num_finished"] == 30
+    assert report["num_hit_tokens"] > 0
     if pool_blocks == 24:
-        assert reports[0]["num_preemptions"] > 0
+        assert report["num_preemptions"] > 0
 
 
 def _drive(kv: KVCacheManager, num_requests: int, max_num_batched_tokens: int) -> tuple[Scheduler, FakeRunner]:
