@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from hkv.model_specs.cache_spec import StateCacheSpec
+from hkv.model_specs.cache_spec import CacheRole, StateCacheSpec
 from hkv.model_specs.errors import InputError
 from hkv.model_specs.layer_desc import AttentionDesc, RecurrentDesc
 from hkv.model_specs.model_spec import ModelSpec
@@ -108,6 +108,9 @@ def _missing_pieces(spec: ModelSpec, attention: Sequence[AttentionDesc]) -> list
     if any(not layer.is_mla and layer.head_dim != layer.head_dim_v for layer in attention):
         missing.append("its attention has unequal K/V head sizes, and the paged attention path stores K and V "
                        "of one head size (or an MLA latent)")
+    if any(layer.role is CacheRole.INDEXER for layer in attention):
+        missing.append("its sparse attention's lightning indexer keeps a key cache of its own (DeepSeek Sparse "
+                       "Attention), which hkv run does not bind; it attends over the whole MLA latent only")
     recurrent = {layer.variant for layer in spec.cache_layers if isinstance(layer, RecurrentDesc)}
     unrun = sorted(recurrent - RUN_STATE_VARIANTS)
     if unrun:

@@ -24,7 +24,9 @@ from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache  # noqa:
 from hkv.runtime.kv_cache.cache_config import CacheConfig  # noqa: E402
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager  # noqa: E402
 from hkv.runtime.live.live_run import generate  # noqa: E402
-from hkv.runtime.live.live_setup import RunOptions, load_runner, open_model, plan_run  # noqa: E402
+from hkv.runtime.live.live_setup import (  # noqa: E402
+    RunOptions, UnsupportedModelError, load_runner, open_model, plan_run,
+)
 from hkv.runtime.live.run_config import RunConfig  # noqa: E402
 from hkv.runtime.live.run_report import build_report  # noqa: E402
 from hkv.runtime.request import Request  # noqa: E402
@@ -165,12 +167,26 @@ def test_mla_page_holds_one_latent_per_token(tmp_path):
         torch.testing.assert_close(paged, latent, rtol=1e-5, atol=1e-5)
 
 
-def test_deepseek_v3_checkpoint_config_opens(tmp_path):
-    """The real DeepSeek-V3 config (catalog) is no longer refused: its latent is 512 + 64 values."""
+def checkpoint_dir(tmp_path, catalog_name: str):
+    """The catalog's config.json of a real checkpoint, with a one-tensor stand-in for its weights."""
     from safetensors.torch import save_file
 
-    shutil.copy(CATALOG / "deepseek-v3.json", tmp_path / "config.json")
+    shutil.copy(CATALOG / f"{catalog_name}.json", tmp_path / "config.json")
     save_file({"x": torch.zeros(1)}, str(tmp_path / "model.safetensors"))
-    files = open_model(str(tmp_path))
-    attention = [layer for layer in files.spec.cache_layers if layer.is_mla]
-    assert len(attention) == 61 and {(layer.head_dim, layer.head_dim_v) for layer in attention} == {(576, 0)}
+    return tmp_path
+
+
+@pytest.mark.parametrize("catalog_name, num_latent_layers", [
+    ("deepseek-v3", 61), ("kimi-linear-48b-a3b-instruct", 7)])
+def test_mla_checkpoint_configs_open(tmp_path, catalog_name, num_latent_layers):
+    """Real MLA configs are no longer refused: their latent is kv_lora_rank 512 + qk_rope_head_dim 64."""
+    files = open_model(str(checkpoint_dir(tmp_path, catalog_name)))
+    latent = [layer for layer in files.spec.cache_layers if getattr(layer, "is_mla", False)]
+    assert len(latent) == num_latent_layers
+    assert {(layer.head_dim, layer.head_dim_v) for layer in latent} == {(576, 0)}
+
+
+@pytest.mark.parametrize("catalog_name", ["deepseek-v3.2", "glm-5"])
+def test_sparse_attention_is_refused_naming_the_indexer(tmp_path, catalog_name):
+    with pytest.raises(UnsupportedModelError, match="lightning indexer keeps a key cache of its own"):
+        open_model(str(checkpoint_dir(tmp_path, catalog_name)))
