@@ -121,7 +121,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
         hybrid = False
     promote = not hybrid and CacheKind.FULL in kinds and bool(kinds & {CacheKind.SLIDING, CacheKind.CHUNKED})
     if promote:
-        _check_one_window(entries)
+        _check_one_window([s for _, s in entries if isinstance(s, AttentionCacheSpec)])
 
     block_size = cfg.block_size
     attn_specs = [s for _, s in entries if isinstance(s, AttentionCacheSpec)]
@@ -161,11 +161,10 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
                   tuple(notes), pp_size=cfg.pp)
 
 
-def _check_one_window(entries: list) -> None:
+def _check_one_window(specs: list[AttentionCacheSpec]) -> None:
     """vLLM promotes local layers to full attention that remembers their window; the merged spec
     takes one window (and one chunk), so two lengths (Inkling's 512-token attention windows and its
     4-token conv states) make FullAttentionSpec.merge_window_sizes raise at start-up."""
-    specs = [s for _, s in entries if isinstance(s, AttentionCacheSpec)]
     for what, lengths in (("sliding windows", {s.window_len for s in specs if s.window_len is not None}),
                           ("local chunks", {s.chunk_len for s in specs if s.chunk_len is not None})):
         if len(lengths) > 1:
