@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from rt_harness import FakeRunner, drive
-from rt_layouts import FULL, SLIDING, make_group, make_layout
+from rt_layouts import CHUNKED, FULL, RECURRENT, SLIDING, make_group, make_layout
 from rt_replay import replay_both_ways
 
 from hkv.model_specs.from_hf_config import from_hf_config
@@ -169,3 +169,27 @@ def test_inkling_layouts_replay_intact(layout_name: str, budget_blocks: int, pre
     assert {g.block_size for g in layout.groups} >= {4, 16}
     scheduler, _ = _drive(KVCacheManager(layout), 18, 64)
     assert (scheduler.num_preemptions > 0) == preempts
+
+
+def _four_kinds(pools: list[int]):
+    """Every kind at once over three pools, four block sizes: states (blocks of 16) in pool 2, a
+    conv window (W 4, blocks of 4), an attention window (W 12, blocks of 8) and local chunks of 32
+    (blocks of 8) in pool 1, full attention (16) in pool 0."""
+    groups = [make_group(RECURRENT, 16, pool_id=2), make_group(SLIDING, 4, window=4, pool_id=1),
+              make_group(SLIDING, 8, window=12, pool_id=1), make_group(CHUNKED, 8, chunk=32, pool_id=1),
+              make_group(FULL, 16, pool_id=0)]
+    return make_layout(groups, pools, max_model_len=256, in_flight_tokens=16)
+
+
+@pytest.mark.parametrize(("pools", "preempts"), [([300, 300, 40], False), ([18, 40, 20], True)])
+def test_four_kinds_in_three_pools(pools: list[int], preempts: bool) -> None:
+    """The coordinator assumes no pair of kinds: hits must satisfy all five groups (lcm 16), the
+    fake runner finds every window, chunk and state intact, and decode runs report what single
+    steps do. A full-attention pool of 17 usable blocks preempts."""
+    kv = KVCacheManager(_four_kinds(pools), CacheConfig(eviction_policy=EvictionPolicy.LRU))
+    assert (kv.coordinator.hash_block_size, kv.coordinator.hit_alignment) == (4, 16)
+    scheduler, _ = _drive(kv, 24, 20)
+    assert (scheduler.num_preemptions > 0) == preempts
+    report = replay_both_ways(_four_kinds(pools), lambda: _workload(30),
+                              SchedulerConfig(max_num_batched_tokens=24, max_num_seqs=6), EvictionPolicy.GROUP_AWARE)
+    assert report["num_finished"] == 30
