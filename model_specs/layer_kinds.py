@@ -84,8 +84,8 @@ UNMODELED_LAYER_KINDS: dict[str, str] = {
                                    "indexer cache per layer)",
     "heavily_compressed_attention": "DeepSeek-V4's heavily compressed attention (vLLM caches a 128-token sliding "
                                     "window, 128:1-compressed MLA states and an fp32 compressor state per layer)",
-    "hybrid_sliding": "inkling2's sliding-window layer, whose short-conv streams vLLM caches as a second "
-                      "sliding-window spec with its own block size (the conv kernel)",
+    "hybrid_sliding": "inkling2's sliding-window layer, of a model no vLLM release serves (0.32 and 0.33 "
+                      "have no Inkling2 class; Inkling's own, model_type inkling_text, plans)",
 }
 UNMODELED_RECURRENT_FAMILIES: dict[str, str] = {
     "zamba": "Zamba's multi-head Mamba1 layers with shared attention blocks (vLLM does not serve Zamba v1)",
