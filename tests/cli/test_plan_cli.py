@@ -58,8 +58,9 @@ def write_config(directory, config):
 LLAMA_512 = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2,
              "hidden_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
              "vocab_size": 256, "max_position_embeddings": 512, "torch_dtype": "float32"}
-GPT2 = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": 2, "n_embd": 64, "n_head": 4,
-        "vocab_size": 256, "n_positions": 512}
+# CodeGen: a causal LM hkv has no rule for, whose config lacks the standard key names.
+CODEGEN = {"model_type": "codegen", "architectures": ["CodeGenForCausalLM"], "n_layer": 2, "n_embd": 64, "n_head": 4,
+           "vocab_size": 256, "n_positions": 512}
 BERT = {"model_type": "bert", "architectures": ["BertModel"], "num_hidden_layers": 2, "hidden_size": 64,
         "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 512}
 
@@ -68,7 +69,7 @@ BERT = {"model_type": "bert", "architectures": ["BertModel"], "num_hidden_layers
 def configs(tmp_path_factory):
     root = tmp_path_factory.mktemp("configs")
     return {name: write_config(root / name, cfg) for name, cfg in
-            (("llama-512", LLAMA_512), ("gpt2", GPT2), ("bert", BERT))}
+            (("llama-512", LLAMA_512), ("codegen", CODEGEN), ("bert", BERT))}
 
 
 # (args, exit code, fragment of the one stderr line); args may name a config of the fixture as {name}
@@ -85,7 +86,7 @@ BAD_INPUTS = [
     (["/nonexistent/dir"], 1, "/nonexistent/dir"),
     (["{llama-512}", "--max-model-len", "100000"], 1,
      "--max-model-len 100,000 exceeds the 512 positions of {llama-512}; set HKV_ALLOW_LONG_MAX_MODEL_LEN=1"),
-    (["{gpt2}"], 1, "architecture GPT2LMHeadModel is not supported"),
+    (["{codegen}"], 1, "architecture CodeGenForCausalLM is not supported"),
     (["{bert}"], 1, "architecture BertModel is not a causal language model"),
     (["gemma-3-27b", "--layout", "jenga"], 2, "'jenga' is not one of"),
     (["gemma-3-27b", "--format", "xml"], 2, "'xml' is not one of"),

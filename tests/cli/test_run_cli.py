@@ -195,8 +195,8 @@ def bad_models(model_dir, tmp_path_factory):
         "missing_layer": drop_tensors(model_dir, root / "missing-layer", "model.layers.1."),
         "bert": save_foreign(root / "bert", transformers.BertConfig, transformers.BertModel,
                              num_hidden_layers=2, max_position_embeddings=64, **small),
-        "gpt2": save_foreign(root / "gpt2", transformers.GPT2Config, transformers.GPT2LMHeadModel,
-                             n_layer=2, n_embd=32, n_head=2, n_positions=64, vocab_size=256),
+        "codegen": save_foreign(root / "codegen", transformers.CodeGenConfig, transformers.CodeGenForCausalLM,
+                                n_layer=2, n_embd=32, n_head=2, n_positions=64, rotary_dim=8, vocab_size=256),
     }
 
 
@@ -250,8 +250,8 @@ def bad_inputs(model_dir, files, bad_models):
          "the checkpoint lacks 13 tensor(s) that Gemma3ForCausalLM needs: model.layers.1."),
         (["--model", bad_models["bert"], "--prompt-file", text], 1,
          "architecture BertModel is not a causal language model"),
-        (["--model", bad_models["gpt2"], "--prompt-file", text], 1,
-         "architecture GPT2LMHeadModel is not supported"),
+        (["--model", bad_models["codegen"], "--prompt-file", text], 1,
+         "architecture CodeGenForCausalLM is not supported"),
         (m + ["--prompt-file", text, "--layout", "vllm-no-hybrid"], 2, "Invalid value for '--layout'"),
         (m + ["--prompt-file", text, "--device", "tpu"], 2, "Invalid value for '--device'"),
         (m + ["--prompt-file", text, "--prompt-format", "yaml"], 2, "Invalid value for '--prompt-format'"),

@@ -127,3 +127,36 @@ def test_lfm2_moe_without_layer_types_is_refused_as_vllm_refuses_it(tmp_path):
     from hkv.model_specs.errors import InvalidConfigError
     with pytest.raises(InvalidConfigError, match="vLLM cannot load it either"):
         load_model_spec(_saved(tmp_path, "lfm2_moe"))
+
+
+# Catalog entries: (name, TP that fits an H100, layer mix, KV bytes per token of the whole model at TP 1,
+# parameters by hand).
+CATALOG = [
+    # 60 x 2 x 8 x 64 x 2 = 122,880. Params: embeddings 65,024 x 8192 = 532,676,608 (tied); per layer
+    # ln_attn + ln_mlp 32,768, qkv 8192 x (128 + 16) x 64 = 75,497,472, dense 67,108,864, MLP
+    # 2 x 8192 x 32,768 = 536,870,912 -> 679,510,016 x 60 = 40,770,600,960; ln_f 16,384.
+    ("falcon-40b-instruct", 2, {"full": 60}, 122_880, 41_303_293_952),
+    # 40 x 2 x 8 x 128 x 2 = 163,840. Params: embeddings 100,352 x 6144 = 616,562,688, twice (untied);
+    # per layer norms 12,288, Wqkv 6144 x 8192 = 50,331,648, out 37,748,736, router 98,304, experts
+    # 16 x 3 x 6144 x 10,752 = 3,170,893,824 -> 3,259,084,800 x 40 = 130,363,392,000; norm_f 6144.
+    ("dbrx-instruct", 4, {"full": 40}, 163_840, 131_596_523_520),
+    # 40 sliding layers x 2 x 4 x 128 x 2 = 81,920. Params (tied, as Starcoder2Config defaults):
+    # embeddings 49,152 x 6144 = 301,989,888; per layer q and o 6144^2 + 6144 = 37,754,880 each,
+    # k and v 6144 x 512 + 512 = 3,146,240 each -> 81,802,240; MLP 2 x 6144 x 24,576 + 24,576 + 6144
+    # = 302,020,608; two LayerNorms 24,576 -> 383,847,424 x 40 = 15,353,896,960; final norm 12,288.
+    ("starcoder2-15b", 1, {"sliding": 40}, 81_920, 15_655_899_136),
+    # 40 x 2 x 1 x 128 x 2 = 20,480. Params: wte 301,989,888 + wpe 8192 x 6144 = 50,331,648; per layer
+    # ln 12,288 x 2, c_attn 6144 x 6400 + 6400, c_proj 6144^2 + 6144, c_fc 6144 x 24,576 + 24,576,
+    # c_proj 24,576 x 6144 + 6144 -> 379,128,064 x 40 = 15,165,122,560; ln_f 12,288.
+    ("starcoder", 1, {"full": 40}, 20_480, 15_517_456_384),
+]
+
+
+@pytest.mark.parametrize("name, tp, mix, tp1_bytes, num_params", CATALOG)
+def test_catalog_entries_plan_on_h100(name, tp, mix, tp1_bytes, num_params):
+    spec = load_model_spec(name)
+    assert spec.layer_mix() == mix and spec.num_params == num_params
+    opts = CacheOptions(tp=1, kv_dtype_bytes=2)
+    assert sum(s.bytes_per_token for _, s in spec.cache_specs(opts)) == tp1_bytes
+    report = plan(spec, PlanConfig(gpu="h100", tp=tp)).reports["vllm"]
+    assert report.layout.groups and report.capacity.max_num_requests > 0

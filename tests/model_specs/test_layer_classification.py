@@ -78,6 +78,12 @@ CASES = {
     "lfm2-8b-a1b": ({"short_conv": 18, "full": 6}, {2: FULL, 21: FULL, 22: "short_conv"}, None),
     # Qwen3.5-27B: 64 layers, every 4th full -> 16 full, 48 gated delta net.
     "qwen3.5-27b": ({"gdn": 48, "full": 16}, {0: "gdn", 3: FULL, 62: "gdn", 63: FULL}, None),
+    # Classic families: full attention on every layer (Falcon 60, DBRX 40, GPT-BigCode 40); StarCoder2's one
+    # sliding_window 4096 (below its 16,384 positions) applies to all 40 layers.
+    "falcon-40b-instruct": ({"full": 60}, {0: FULL, 59: FULL}, None),
+    "dbrx-instruct": ({"full": 40}, {0: FULL, 39: FULL}, None),
+    "starcoder": ({"full": 40}, {0: FULL, 39: FULL}, None),
+    "starcoder2-15b": ({"sliding": 40}, {0: SLIDING, 39: SLIDING}, 4096),
 }
 
 
