@@ -35,11 +35,14 @@ from hkv.planner.errors import LayoutUnavailableError
 CONFIG = json.loads((Path(__file__).resolve().parents[2] / "data" / "configs" / "inkling_text.json").read_text())
 GIB = 2**30
 SCENARIOS = [ob.Scenario(40 * GIB + 4321, 32768, 8192), ob.Scenario(7 * GIB, 8192, 2048),
-             ob.Scenario(12 * GIB, 16384, 4096, enable_prefix_caching=False)]
+             ob.Scenario(12 * GIB, 16384, 4096, enable_prefix_caching=False),
+             ob.Scenario(9 * GIB + 5, 16384, 4096, kv_cache_dtype="fp8")]
 
 
 def _vllm_specs(vc) -> dict[str, KVCacheSpec]:
     bs = vc.cache_config.block_size
+    # InklingAttention caches at kv_cache_dtype_str_to_dtype(cache_dtype); the conv state stays bf16.
+    kv_dtype = torch.float8_e4m3fn if vc.cache_config.cache_dtype == "fp8" else torch.bfloat16
     out: dict[str, KVCacheSpec] = {}
     hidden = CONFIG["hidden_size"]
     with set_current_vllm_config(vc), mock.patch.object(sconv_swa_attn, "get_tensor_model_parallel_world_size",
@@ -54,15 +57,15 @@ def _vllm_specs(vc) -> dict[str, KVCacheSpec]:
             out[conv.prefix] = conv.get_kv_cache_spec(vc)
             if local:
                 out[f"layers.{idx}.attn"] = SlidingWindowSpec(block_size=bs, num_kv_heads=kv_heads, head_size=head_dim,
-                                                              dtype=torch.bfloat16,
+                                                              dtype=kv_dtype,
                                                               sliding_window=CONFIG["sliding_window_size"])
             else:
                 out[f"layers.{idx}.attn"] = FullAttentionSpec(block_size=bs, num_kv_heads=kv_heads, head_size=head_dim,
-                                                              dtype=torch.bfloat16)
+                                                              dtype=kv_dtype)
     return out
 
 
-@pytest.mark.parametrize("sc", SCENARIOS, ids=lambda sc: f"{sc.available_bytes // GIB}GiB-L{sc.max_model_len}")
+@pytest.mark.parametrize("sc", SCENARIOS, ids=lambda sc: f"{sc.available_bytes // GIB}GiB-L{sc.max_model_len}-{sc.kv_cache_dtype}")
 def test_inkling_layout_equals_vllm(sc: ob.Scenario) -> None:
     model = from_hf_config(CONFIG, "inkling_text")
     layout = ob.hkv_vllm_layout(model, sc)
