@@ -109,6 +109,9 @@ def paged_attention_hook(
         return latent_paged_attention(module, query, binding, hkv_step, params), None
     query = _llama4_temperature_fix(module, query, hkv_step.positions)
     q = query[0].transpose(0, 1)  # [T, H, D]
+    head_dim_v = value.shape[-1]
+    if head_dim_v < key.shape[-1]:  # a latent decompressed per head (MiniCPM3): its pages pad V to K's size
+        value = torch.nn.functional.pad(value, (0, key.shape[-1] - head_dim_v))
     memo = hkv_step.memos.setdefault(binding.group_id, {})
     if binding.stores:
         store_kv_cache(key[0].transpose(0, 1), value[0].transpose(0, 1), binding.key_cache,
@@ -119,7 +122,7 @@ def paged_attention_hook(
         hkv_step.query_start_loc, hkv_step.seq_lens, params,
         sinks=s_aux, max_query_len=hkv_step.max_query_len, memo=memo, backend=hkv_step.backend,
     )
-    return out.unsqueeze(0), None
+    return out[..., :head_dim_v].unsqueeze(0), None
 
 
 def _llama4_temperature_fix(module: torch.nn.Module, query: torch.Tensor,

@@ -29,7 +29,7 @@ from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
 from hkv.planner.layout import Layout
 from hkv.runtime.live.attention_hook import LayerBinding, PagedStep, register_paged_attention
-from hkv.runtime.live.mla_attention_hook import bind_latent_attention, is_latent_attention
+from hkv.runtime.live.mla_attention_hook import bind_latent_attention
 from hkv.runtime.live.tensor_block_tables import StepRows, TensorBlockTables
 from hkv.runtime.live.paged_kv_cache import PagedKVCache, UnsupportedLayoutError
 from hkv.runtime.live.recurrent_hook import StateStep, StepSlot, bind_mixer, copy_states, recurrent_mixers
@@ -121,11 +121,7 @@ class ModelRunner:
             if group.kind is CacheKind.SLIDING and chunk is not None:
                 raise UnsupportedLayoutError(f"layer {layer_idx}: chunked layer in a sliding-window group")
             window = spec.window_len if group.kind is CacheKind.SLIDING else None
-            if is_latent_attention(module) != spec.is_mla:
-                raise UnsupportedLayoutError(
-                    f"layer {layer_idx}: {type(module).__name__} and its cache group disagree on MLA (the group "
-                    f"keeps {'a latent' if spec.is_mla else 'K/V'})")
-            if spec.is_mla:
+            if spec.is_mla:  # else a latent module's per-head K/V are paged as they come (MiniCPM3)
                 bind_latent_attention(module)
             bindings[layer_idx] = LayerBinding(
                 layer_idx, caches.group_id, caches.region, caches.key_cache, caches.value_cache,

@@ -70,6 +70,8 @@ MLA_FAMILIES: dict[str, tuple[str, dict]] = {
         mlp_layer_types=["dense", "sparse", "sparse", "sparse"], num_experts=4, num_experts_per_token=2,
         num_shared_experts=1, num_expert_group=1, topk_group=1, q_lora_rank=None, linear_num_heads=2,
         linear_head_dim=16, linear_conv_kernel_dim=4)),
+    # a latent in the config, decompressed per head in the cache (as vLLM pages MiniCPM3: V padded to K)
+    "minicpm3": ("minicpm3", dict(scale_emb=2, dim_model_base=32, scale_depth=1.4)),
 }
 
 
@@ -190,3 +192,22 @@ def test_mla_checkpoint_configs_open(tmp_path, catalog_name, num_latent_layers):
 def test_sparse_attention_is_refused_naming_the_indexer(tmp_path, catalog_name):
     with pytest.raises(UnsupportedModelError, match="lightning indexer keeps a key cache of its own"):
         open_model(str(checkpoint_dir(tmp_path, catalog_name)))
+
+
+def test_decompressed_latent_pages_hold_per_head_kv(tmp_path):
+    """MiniCPM3 as vLLM pages it: per head K of qk_nope + qk_rope = 24 values and V of 12 padded to
+    24, 4 heads: 2 x 4 x 24 x 4 bytes = 768 bytes per token and layer; the padding stays zero."""
+    path = save_mla_model("minicpm3", tmp_path)
+    the_plan, runner = make_runner(path)
+    (group,) = the_plan.primary.layout.groups
+    assert not group.spec.is_mla and (group.spec.num_kv_heads, group.spec.head_dim, group.spec.head_dim_v) == (
+        4, NOPE + ROPE, NOPE + ROPE)
+    assert group.page_size_bytes == BLOCK * 768
+    for pool in runner.kv_cache.raw_pools.values():  # allocated uninitialized: zero it to see what is written
+        pool.zero_()
+    outcome = generate(runner, random_prompts((9,), seed=3), RunConfig(max_new_tokens=2, max_num_batched_tokens=MNBT))
+    assert outcome.generations[0].finish_reason == "length"
+    values = runner.kv_cache.layers[0].value_cache  # [num_blocks, 4, heads, 24]
+    written = values[:, :, :, :V_DIM].abs().sum(dim=(1, 2, 3)) > 0  # the blocks the request wrote
+    assert int(written.sum()) == 3  # 10 tokens stored (9 + the first output) in blocks of 4
+    assert float(values[written][..., V_DIM:].abs().max()) == 0.0
