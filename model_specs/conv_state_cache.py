@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
+from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.layer_desc import AttentionDesc
 
 
@@ -54,6 +55,11 @@ class ConvStateDesc(AttentionDesc):
         return f"layers.{self.layer_idx}.conv_state"
 
     def cache_spec(self, opts: CacheOptions, *, engine_windows: bool = False) -> AttentionCacheSpec | None:
+        """Raises InvalidConfigError where vLLM asserts: fewer KV heads than TP ranks."""
+        if opts.tp > self.num_kv_heads:
+            raise InvalidConfigError(
+                f"tp {opts.tp} exceeds the {self.num_kv_heads} KV heads of layer {self.layer_idx}: vLLM's Inkling "
+                f"conv-state cache needs a whole KV head per rank (tp <= {self.num_kv_heads})", fields=("tp",))
         return ConvStateCacheSpec(
             CacheKind.SLIDING, max(1, self.num_kv_heads // opts.tp), self.head_dim, 0, self.state_dtype_bytes,
             window_len=self.kernel_len, block_len=self.kernel_len,

@@ -64,6 +64,12 @@ def test_tensor_parallel_splits_heads_not_rows() -> None:
     assert (specs["layers.0.conv_state"].num_kv_heads, specs["layers.0.conv_state"].head_dim) == (8, 1024)
 
 
+def test_more_ranks_than_kv_heads_is_refused() -> None:
+    """vLLM asserts tp_size <= num_kv_heads for the conv state (8 on the full layers)."""
+    with pytest.raises(InvalidConfigError, match="tp 16 exceeds the 8 KV heads of layer 5"):
+        _specs(CONFIG, tp=16)
+
+
 def test_conv_state_ignores_the_kv_cache_dtype() -> None:
     """vLLM keeps the conv state in the model dtype (it asserts bfloat16); fp8 KV halves attention only."""
     model = from_hf_config(CONFIG, "inkling")
