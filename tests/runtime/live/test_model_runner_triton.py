@@ -62,3 +62,14 @@ def test_triton_kernels_run_a_recurrent_hybrid(tmp_path, monkeypatch):
     reference = load_reference(path)
     for prompt, generation in zip(prompts, outcome.generations):
         assert generation.output_token_ids == reference_generate(reference, prompt, 4)[0]
+
+
+@pytest.mark.parametrize("family", ["deepseek_v3", "minicpm3"])  # the paged latent; per-head K/V with padded V
+def test_triton_kernels_run_latent_attention(family, tmp_path, monkeypatch):
+    from live.test_mla_run import save_mla_model
+
+    path = save_mla_model(family, tmp_path)
+    prompts, outcome = run_on_triton(path, monkeypatch)
+    reference = load_reference(path)
+    for prompt, generation in zip(prompts, outcome.generations):
+        assert generation.output_token_ids == reference_greedy(reference, prompt, 4)
