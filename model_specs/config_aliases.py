@@ -112,11 +112,14 @@ FAMILY_KEY_RULES: dict[str, dict[str, KeyRule]] = {
     "gptj": {**_GPT2_NAMES, "num_key_value_heads": _every_head},
     # Served by vLLM's Transformers backend, which reads the config object's num_key_value_heads.
     "gpt_bigcode": {**_GPT2_NAMES, "num_key_value_heads": _bigcode_kv_heads},
-    "bloom": {"num_hidden_layers": renamed("n_layer"), "num_attention_heads": renamed("n_head"),
+    # BloomConfig / FalconConfig still take the n_embed of older checkpoints (BLOOM-176B) over hidden_size.
+    "bloom": {"hidden_size": renamed("n_embed"), "num_hidden_layers": renamed("n_layer"),
+              "num_attention_heads": renamed("n_head"),
               "num_key_value_heads": _every_head, "head_dim": _head_by_division,
               "intermediate_size": _four_hidden,
               "max_position_embeddings": _alibi_length},
-    "falcon": {"num_key_value_heads": _falcon_kv_heads, "head_dim": _head_by_division,
+    "falcon": {"hidden_size": renamed("n_embed"), "num_key_value_heads": _falcon_kv_heads,
+               "head_dim": _head_by_division,
                "intermediate_size": _inner_or_four_hidden("ffn_hidden_size")},
     "opt": {"num_key_value_heads": _every_head, "head_dim": _head_by_division,
             "intermediate_size": renamed("ffn_dim")},

@@ -67,6 +67,18 @@ def test_kv_bytes_per_token_match_vllm(tmp_path, model_type, overrides, num_laye
     assert layer.cache_spec(CacheOptions(tp=4, kv_dtype_bytes=2)).bytes_per_token == tp4_bytes
 
 
+def test_bloom_older_spelling(tmp_path):
+    # BLOOM-176B's geometry in the older spelling: n_embed (BloomConfig still takes it over hidden_size)
+    # and a seq_length (a length key vLLM reads): 112 heads x 14336/112 = 128 -> 2 x 112 x 128 x 2 B
+    # = 57,344 B per token and layer, 7,168 B per rank at TP 8.
+    config = {"architectures": ["BloomForCausalLM"], "model_type": "bloom", "n_embed": 14336, "n_layer": 70,
+              "num_attention_heads": 112, "seq_length": 2048, "vocab_size": 250880}
+    from hkv.model_specs.from_hf_config import from_hf_config
+    spec = from_hf_config(config, "bloom-176b")
+    assert (spec.hidden_size, spec.max_model_len, len(spec.cache_layers)) == (14336, 2048, 70)
+    assert spec.cache_layers[0].cache_spec(CacheOptions(tp=8, kv_dtype_bytes=2)).bytes_per_token == 57_344 // 8
+
+
 def test_longcat_flash_caches_two_mla_latents_per_block(tmp_path):
     # 28 blocks x 2 MLA attentions = 56 cache layers of (512 + 64) x 2 B = 1,152 B per token, at any TP;
     # a 16-token page is 18,432 B.
