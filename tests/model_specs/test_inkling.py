@@ -37,6 +37,7 @@ def test_every_layer_caches_its_conv_state_first() -> None:
     assert names[:4] == ["layers.0.conv_state", "layers.0.attn", "layers.1.conv_state", "layers.1.attn"]
     full = [n for n, s in specs.items() if s.kind is CacheKind.FULL]
     assert full == [f"layers.{i}.attn" for i in range(5, 66, 6)]
+    assert from_hf_config(CONFIG, "inkling").layer_mix() == {"conv_state": 66, "sliding": 55, "full": 11}
 
 
 def test_conv_state_and_attention_pages() -> None:
