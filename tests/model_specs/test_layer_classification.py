@@ -44,6 +44,11 @@ CASES = {
     "qwen3-8b": ({"full": 36}, {0: FULL, 35: FULL}, None),  # use_sliding_window false
     "glm-4.5-air": ({"full": 46}, {45: FULL}, None),
     "deepseek-v3": ({"full": 61}, {0: FULL, 60: FULL}, None),
+    "a.x-k1": ({"full": 61}, {0: FULL, 60: FULL}, None),  # MLA on every layer
+    "sarvam-105b": ({"full": 32}, {0: FULL, 31: FULL}, None),  # MLA on every layer
+    "minicpm3-4b": ({"full": 62}, {0: FULL, 61: FULL}, None),  # per-head K/V in vLLM (latent_attention_form)
+    # OLMo-Hybrid-7B: layer_types with full attention at 3, 7, ..., 31 and gated delta-net elsewhere.
+    "olmo-hybrid-7b": ({"gdn": 24, "full": 8}, {0: "gdn", 2: "gdn", 3: FULL, 30: "gdn", 31: FULL}, None),
     # Qwen3-Next: full_attention_interval 4 -> full at 3, 7, ..., 47 (12); 36 gated delta-net.
     "qwen3-next-80b-a3b": ({"gdn": 36, "full": 12}, {0: "gdn", 2: "gdn", 3: FULL, 47: FULL}, None),
     # 40 layers, full_attention_interval 4 (and the same layer_types): full at 3, 7, ..., 39.
