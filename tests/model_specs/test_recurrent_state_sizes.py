@@ -47,6 +47,10 @@ CASES = [
     # Falcon-H1-7B: 24 heads x 128 = 3072, d_state 256, 1 group, conv 4:
     # conv 3 x (3072 + 512) = 10,752; ssm 24*128*256 = 786,432; bf16 -> 1,594,368.
     ("falcon-h1-7b", 1, 1_594_368),
+    # OLMo-Hybrid-7B GDN: k heads 30 x 96 = 2880, v heads 30 x 192 = 5760, conv 4.
+    # conv 3 x (2*2880 + 5760) = 34,560; ssm 30*96*192 = 552,960; bf16 -> 1,175,040. TP2 halves both.
+    ("olmo-hybrid-7b", 1, 1_175_040),
+    ("olmo-hybrid-7b", 2, 587_520),
 ]
 
 
