@@ -113,6 +113,23 @@ def test_mla_matches_generate(tiny_mla):
     assert report.agree, [c for c in report.checks if not c.ok]
 
 
+@pytest.mark.parametrize("layout, blocks", [("vllm", (128, 128)), ("partitioned", (4, 4))])
+def test_kimi_linear_other_layouts_match(tmp_path, layout, blocks):
+    """vllm: the latent's block grows to 128 tokens so that its page (128 x 128 bytes) holds a KDA
+    state (padded to the same 16 KiB); partitioned: each kind its own pool."""
+    path = save_mla_model("kimi_linear", tmp_path)
+    reference = load_reference(path)
+    the_plan, runner = make_runner(path, layout=layout)
+    groups = the_plan.primary.layout.groups
+    assert tuple(g.block_size for g in groups) == blocks
+    (latent,) = [g for g in groups if getattr(g.spec, "is_mla", False)]
+    assert latent.page_size_bytes == latent.block_size * LATENT_TOKEN_BYTES
+    prompts = random_prompts((61, 11), seed=3)
+    outcome = generate(runner, prompts, RunConfig(max_new_tokens=6, max_num_batched_tokens=MNBT, check_tables=True))
+    for prompt, generation in zip(prompts, outcome.generations):
+        assert generation.output_token_ids == reference_greedy(reference, prompt, 6), layout
+
+
 # Hits by hand: prompt 0 is 24 shared + 3 tokens. Prompt 1 (24 shared + 2) hits its 6 full blocks
 # of 4, prompt 2 (the first 9 shared) 2 blocks: 32 tokens. Kimi's state checkpoints are where a step
 # ended on a block: steps [0, 16) and [16, 27) leave 16 and 24, so prompt 1 hits 24, prompt 2 none.
