@@ -37,6 +37,7 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "qwen3_5_moe_text": rules.full_attention_interval,
     "qwen4_exp_text": rules.qwen4_exp_layers,
     "olmo_hybrid": rules.olmo_hybrid_layers,
+    "lara_mini": rules.lara_mini_layers,
     "minimax": rules.minimax_attn_type_list,
     "bamba": rules.attention_indices,
     "granitemoehybrid": rules.granite_hybrid,

@@ -54,6 +54,7 @@ RECURRENT_VARIANT: dict[str, str] = {
     "qwen3_5_moe_text": "gdn",  # Qwen3.5 / Qwen3.6 MoE
     "qwen4_exp_text": "gdn",  # Qwen4-Exp (vLLM: QwenGatedDeltaNetAttention, Qwen3-Next's state shapes)
     "olmo_hybrid": "gdn",  # OLMo hybrid (vLLM: gated_delta_net_state_shape from the linear_* keys)
+    "lara_mini": "gdn",  # LaraMini (transformers' Qwen3-Next-style delta net; vLLM 0.32 does not serve it)
     "minimax": "lightning",
     "kimi_linear": "kda",
     "mamba2": "mamba2",  # pure state-space models

@@ -139,6 +139,13 @@ def olmo_hybrid_layers(view: ConfigView, n: int) -> LayerTypeList:
     return LayerTypeList("model_type", tuple(names))
 
 
+def lara_mini_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """LaraMini: layer_types, else LaraMiniConfig's released period-5 pattern (gated delta-net,
+    sliding, gated delta-net, full, sliding)."""
+    pattern = ("linear_attention", "sliding_attention", "linear_attention", "full_attention", "sliding_attention")
+    return explicit_layer_types(view, n) or _every(lambda i: pattern[i % len(pattern)], "model_type", n)
+
+
 # Qwen4-Exp's QSA keys: with any of them set, "indexed_attention" layers keep index caches.
 _QSA_KEYS = ("indexer_n_heads", "indexer_kv_heads", "indexer_head_dim", "indexer_budget", "indexer_compress_ratio")
 

@@ -47,6 +47,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "minicpm3": attn.minicpm3,
     "olmo_hybrid": hybrid.olmo_hybrid,
     "qwen4_exp_text": hybrid.qwen4_exp,
+    "lara_mini": hybrid.lara_mini,
     "gemma3n_text": gemma3n,
     "gemma4_text": gemma4,
     "bamba": hybrid.bamba,

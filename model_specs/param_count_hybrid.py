@@ -143,6 +143,17 @@ def olmo_hybrid(view: ConfigView, kinds: Kinds) -> int:
                                 for k in kinds])
 
 
+def lara_mini(view: ConfigView, kinds: Kinds) -> int:
+    """LaraMini: gated delta-net or attention with per-head q/k norms (no output gate), and in every
+    layer a MoE whose shared expert is added without a gate."""
+    h, experts = hidden(view), view.int_value("num_experts")
+    moe = (pb.linear(h, experts) + pb.routed_experts(experts, h, view.int_value("moe_intermediate_size"))
+           + dense_mlp(view, "shared_expert_intermediate_size"))
+    attention = gqa(view, qk_norm=True)
+    return decoder_total(view, [(attention if is_attention(k) else _gdn(view)) + moe + norms(view, 2)
+                                for k in kinds])
+
+
 def _hyper_connection(view: ConfigView, *, inject: bool) -> int:
     """Qwen4-Exp's gated residual over hc_count streams: a norm, a low-rank mixer, an injection head."""
     streams = view.int_value("hc_count") * hidden(view)

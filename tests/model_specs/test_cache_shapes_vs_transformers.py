@@ -46,6 +46,10 @@ CASES: dict[str, dict] = {
     # key, so attention is hidden // heads = 16 (what vLLM's OlmoHybridAttention uses too).
     "olmo_hybrid": dict(head_dim=None, num_hidden_layers=4, linear_num_key_heads=2, linear_num_value_heads=4,
                         linear_key_head_dim=16, linear_value_head_dim=8),
+    # LaraMini: LaraMiniConfig's period-5 pattern (delta net, sliding, delta net, full, sliding).
+    "lara_mini": dict(num_hidden_layers=5, sliding_window=32, num_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=32, shared_expert_intermediate_size=48, linear_num_key_heads=2,
+                      linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8),
     # Qwen4-Exp: transformers always builds the QSA indexer on "indexed_attention" layers (its default
     # config, indexer_* null, cannot build the model), so it gets one; hkv reads the same dict without
     # the indexer keys (see WITHOUT_KEYS), as vLLM serves it: gated full attention + GDN.

@@ -95,6 +95,32 @@ STATE_CASES = {
                            (3, 8_192), (32, 128, 128), (2, 4), 2_146_304),
 }
 
+# transformers 5.24's LaraMiniConfig() defaults (vLLM 0.32 does not serve LaraMini).
+LARA_MINI = {
+    "architectures": ["LaraMiniForCausalLM"], "model_type": "lara_mini", "hidden_size": 1024,
+    "num_hidden_layers": 34, "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128,
+    "vocab_size": 151936, "max_position_embeddings": 131072, "sliding_window": 512, "num_experts": 128,
+    "num_experts_per_tok": 4, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 8,
+    "linear_num_value_heads": 16, "linear_value_head_dim": 128, "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+}
+# LaraMini: key_dim 8 x 128 = 1024, value_dim 16 x 128 = 2048: conv 3 x (2048 + 2048) = 12,288;
+# ssm 16 x 128 x 128 = 262,144; bf16 -> 548,864. 34 layers of period 5 (L S L F S): 14 delta-net layers.
+STATE_CASES["lara-mini-tp1"] = (lambda: from_hf_config(LARA_MINI, "l"), 1, 14, (3, 4_096), (16, 128, 128), (2, 2),
+                                548_864)
+
+
+def test_lara_mini_default_pattern_and_attention_bytes() -> None:
+    # 4 KV heads x 128, K and V, bf16: 2 x 4 x 128 x 2 = 2,048 B per token; full at i % 5 == 3,
+    # sliding (window 512) at i % 5 in (1, 4).
+    attention = _specs(from_hf_config(LARA_MINI, "l"), 1, AttentionCacheSpec)
+    full = [idx for idx, s in attention if s.kind.value == "full"]
+    sliding = [idx for idx, s in attention if s.kind.value == "sliding"]
+    assert full == [i for i in range(34) if i % 5 == 3]
+    assert sliding == [i for i in range(34) if i % 5 in (1, 4)]
+    assert {(s.bytes_per_token, s.window_len) for _, s in attention if s.kind.value == "sliding"} == {(2_048, 512)}
+
 
 @pytest.mark.parametrize("case", sorted(STATE_CASES))
 def test_recurrent_state_bytes(case: str) -> None:
@@ -146,6 +172,10 @@ PARAM_CASES: dict[str, dict] = {
     "olmo_hybrid": dict(head_dim=None, num_hidden_layers=4, linear_num_key_heads=2, linear_num_value_heads=4,
                         linear_key_head_dim=16, linear_value_head_dim=8),
     # transformers always builds the QSA indexer; hkv counts the model vLLM serves without it.
+    "lara_mini": dict(num_hidden_layers=3, layer_types=["linear_attention", "sliding_attention", "full_attention"],
+                      sliding_window=32, num_experts=3, num_experts_per_tok=2, moe_intermediate_size=24,
+                      shared_expert_intermediate_size=40, linear_num_key_heads=2, linear_num_value_heads=2,
+                      linear_key_head_dim=8, linear_value_head_dim=16),
     # Untied, 3 streams, the indexed layer first: every block of the count shows at its own size.
     "qwen4_exp_text": dict(num_hidden_layers=3, layer_types=["indexed_attention", "linear_attention",
                                                              "linear_attention"],
