@@ -35,7 +35,7 @@ def caches_expanded_heads(view: ConfigView) -> bool:
     named = [str(a) for a in view.get("architectures") or ()]
     if not named or latent_archs & set(named):
         return False  # no architecture named: the released checkpoint's class
-    view.note(f"architectures {named} is not {sorted(latent_archs)[0]}: vLLM serves model_type "
+    view.note(f"architectures {named} is not {min(latent_archs)}: vLLM serves model_type "
               f"{view.family!r} there without MLA (use_mla is false for it) and pages per-head K/V")
     return True
 
