@@ -10,6 +10,7 @@ before anything imports transformers.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -53,3 +54,27 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
             and collection_path.name != "test_vllm_env.py"):
         return True
     return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tp1_group():
+    """One gloo process group of world size 1: vLLM's parallel layers read the TP rank and size
+    (for tests that build vLLM's attention modules on CPU)."""
+    from vllm.config import VllmConfig, set_current_vllm_config
+    from vllm.distributed import parallel_state as ps
+    owned = not ps.model_parallel_is_initialized()
+    if owned:
+        with set_current_vllm_config(VllmConfig()):
+            ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                            distributed_init_method=f"tcp://127.0.0.1:{_free_port()}")
+            ps.initialize_model_parallel(1, 1)
+    yield
+    if owned:
+        ps.destroy_model_parallel()
+        ps.destroy_distributed_environment()

@@ -11,17 +11,14 @@ DeepseekV3ForCausalLM pick the MLA class only when `ModelConfig.use_mla`, i.e. w
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 
 import pytest
-import torch
 from transformers import PretrainedConfig
-from vllm.config import VllmConfig, set_current_vllm_config
-from vllm.transformers_utils.model_arch_config_convertor import ModelArchConfigConvertorBase
+from vllm.config import VllmConfig
 from vllm.v1.kv_cache_interface import MLAAttentionSpec
 
-import oracle_bridge as ob
+from attention_module_spec import module_kv_spec
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import AttentionCacheSpec
 from hkv.model_specs.from_hf_config import from_hf_config
@@ -74,46 +71,10 @@ CASES: dict[str, tuple[str, str, int | None, Callable]] = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def tp1_group():
-    """One gloo process group of world size 1: vLLM's parallel layers read the TP rank and size."""
-    from vllm.distributed import parallel_state as ps
-    owned = not ps.model_parallel_is_initialized()
-    if owned:
-        with set_current_vllm_config(VllmConfig()):
-            ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                            distributed_init_method=f"tcp://127.0.0.1:{_free_port()}")
-            ps.initialize_model_parallel(1, 1)
-    yield
-    if owned:
-        ps.destroy_model_parallel()
-        ps.destroy_distributed_environment()
-
-
 def _vllm_spec(case: str, raw: dict, layer_idx: int):
-    model_type, arch, _, build = CASES[case]
+    _, arch, _, build = CASES[case]
     hf = PretrainedConfig(**{k: v for k, v in raw.items() if k != "torch_dtype"})
-    use_mla = ModelArchConfigConvertorBase(hf, hf).is_deepseek_mla()
-    vc = VllmConfig()
-    stub = ob.StubModelConfig(architecture=arch, dtype=torch.bfloat16, max_model_len=4096, use_mla=use_mla,
-                              num_kv_heads=1, head_size=1, is_hybrid=False)
-    stub.hf_config = stub.hf_text_config = hf
-    stub.is_mm_prefix_lm = False  # ModelConfig members the attention layers read
-    stub.multimodal_config = stub.rswa_window = None
-    vc.model_config = stub  # type: ignore[assignment]
-    vc.cache_config.block_size = BLOCK
-    with set_current_vllm_config(vc):
-        module = build(vc, hf, f"model.layers.{layer_idx}.self_attn", use_mla)
-        specs = [m.get_kv_cache_spec(vc) for m in module.modules()
-                 if hasattr(m, "get_kv_cache_spec") and m is not module]
-    assert len(specs) == 1, specs
-    return specs[0]
+    return module_kv_spec(build, hf, arch, f"model.layers.{layer_idx}.self_attn", block_size=BLOCK)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
