@@ -52,6 +52,7 @@ MIXERS: dict[str, MixerKind] = {
     "Qwen3_5GatedDeltaNet": _MAMBA,
     "Qwen3_5MoeGatedDeltaNet": _MAMBA,
     "KimiLinearDeltaAttention": _MAMBA,  # gated delta net with per-channel decay: GDN's cache calls
+    "BailingHybridDeltaAttention": _MAMBA,  # Ling / Ring hybrids: Kimi delta attention
     "MiniMaxLightningAttention": _PAST,
     "Lfm2ShortConv": _PAST,
     "Lfm2MoeShortConv": _PAST,

@@ -1,8 +1,9 @@
-"""hkv runs multi-head latent attention (DeepSeek-V2/V3, Kimi-Linear's full layers between its
-Kimi delta attention layers) on its paged latent, token-equal with transformers' own greedy generate.
+"""hkv runs multi-head latent attention on its paged latent, token-equal with transformers' own greedy
+generate: DeepSeek-V2/V3, and the full layers of Kimi-Linear and Ling (bailing_hybrid) between their
+Kimi delta attention layers (recurrent state); MiniCPM3's latent is paged per head, as vLLM does.
 
 Tiny random models: hidden 64, 4 heads, kv_lora_rank 24, qk_rope_head_dim 8, qk_nope_head_dim 16,
-v_head_dim 12, 3 layers (the first dense, the others 4-expert MoE). The cache keeps one latent per
+v_head_dim 12, 3 layers (the first dense, the others 4-expert MoE; hybrids 4). The cache keeps one latent per
 token and layer: kv_lora_rank + qk_rope_head_dim = 32 values, 128 bytes in float32, so a block of
 4 tokens is a 512-byte page (the planner's MLA spec: one head, no V). Prompts of 23, 37 and 11
 tokens run concurrently with chunked prefill (16 tokens per step) over blocks of 4.
@@ -40,10 +41,10 @@ KV_BYTES = 1 << 20
 MNBT = 16
 MAX_NEW = 8
 BLOCK = 4
-# relative to the largest |logit| (fp32): attention-only as test_model_runner.py; Kimi's delta rule runs
+# relative to the largest |logit| (fp32): attention-only as test_model_runner.py; the Kimi delta rule runs
 # chunked in transformers and token by token in hkv's decodes (sums in another order), as
 # test_recurrent_hybrids.py allows
-LOGIT_TOL = {"kimi_linear": 1e-4}
+LOGIT_TOL = {"kimi_linear": 1e-4, "bailing_hybrid": 1e-4}
 ATTENTION_LOGIT_TOL = 2e-5
 RANK, ROPE, NOPE, V_DIM = 24, 8, 16, 12
 LATENT_TOKEN_BYTES = (24 + 8) * 4  # kv_lora_rank + qk_rope_head_dim float32 values: 128
@@ -70,6 +71,13 @@ MLA_FAMILIES: dict[str, tuple[str, dict]] = {
         mlp_layer_types=["dense", "sparse", "sparse", "sparse"], num_experts=4, num_experts_per_token=2,
         num_shared_experts=1, num_expert_group=1, topk_group=1, q_lora_rank=None, linear_num_heads=2,
         linear_head_dim=16, linear_conv_kernel_dim=4)),
+    # Ling / Ring: the same hybrid; vLLM sizes its KDA state by num_attention_heads x head_dim, transformers
+    # by linear_num_heads x linear_head_dim (a real checkpoint has one width: here both 4 x 8)
+    "bailing_hybrid": ("bailing_hybrid", dict(
+        num_hidden_layers=4, layer_types=["linear_attention", "full_attention"] * 2,
+        mlp_layer_types=["dense", "sparse", "sparse", "sparse"], num_experts=4, num_experts_per_token=2,
+        num_shared_experts=1, num_expert_group=1, topk_group=1, q_lora_rank=None, head_dim=8, linear_num_heads=4,
+        linear_head_dim=8, linear_conv_kernel_dim=4, short_conv_kernel_size=4)),
     # a latent in the config, decompressed per head in the cache (as vLLM pages MiniCPM3: V padded to K)
     "minicpm3": ("minicpm3", dict(scale_emb=2, dim_model_base=32, scale_depth=1.4)),
 }
@@ -131,9 +139,9 @@ def test_kimi_linear_other_layouts_match(tmp_path, layout, blocks):
 
 
 # Hits by hand: prompt 0 is 24 shared + 3 tokens. Prompt 1 (24 shared + 2) hits its 6 full blocks
-# of 4, prompt 2 (the first 9 shared) 2 blocks: 32 tokens. Kimi's state checkpoints are where a step
+# of 4, prompt 2 (the first 9 shared) 2 blocks: 32 tokens. The hybrids' state checkpoints are where a step
 # ended on a block: steps [0, 16) and [16, 27) leave 16 and 24, so prompt 1 hits 24, prompt 2 none.
-PREFIX_HITS = {"kimi_linear": 24}
+PREFIX_HITS = {"kimi_linear": 24, "bailing_hybrid": 24}
 
 
 def test_mla_prefix_cache_hit_matches(tiny_mla):
