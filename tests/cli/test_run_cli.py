@@ -186,7 +186,7 @@ def bad_models(model_dir, tmp_path_factory):
     recurrent = root / "recurrent"
     recurrent.mkdir()
     catalog = Path(__file__).resolve().parents[2] / "model_specs" / "catalog"
-    shutil.copy(catalog / "kimi-linear-48b-a3b-instruct.json", recurrent / "config.json")
+    shutil.copy(catalog / "deepseek-v3.2.json", recurrent / "config.json")  # DSA: its indexer cache has no binding
     shutil.copy(model_dir / "model.safetensors", recurrent / "model.safetensors")
     small = dict(hidden_size=32, num_attention_heads=2, intermediate_size=64, vocab_size=256)
     return {
@@ -244,7 +244,7 @@ def bad_inputs(model_dir, files, bad_models):
         (["--model", bad_models["nowhere"], "--prompt-file", text], 1, "not a directory"),
         (["--model", bad_models["unknown"], "--prompt-file", text], 1, "unsupported architecture"),
         (["--model", bad_models["recurrent"], "--prompt-file", text], 1,
-         "hkv run cannot run kimi_linear yet: its attention is latent (MLA)"),
+         "hkv run cannot run deepseek_v32 yet: its sparse attention's lightning indexer"),
         # layer 1's 13 tensors: 4 norms, q/k/v/o, q/k norms, gate/up/down
         (["--model", bad_models["missing_layer"], "--prompt-file", root / "ids.jsonl"], 1,
          "the checkpoint lacks 13 tensor(s) that Gemma3ForCausalLM needs: model.layers.1."),
