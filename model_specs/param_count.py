@@ -21,6 +21,7 @@ from hkv.model_specs.param_count_common import Kinds
 from hkv.model_specs.param_count_dsa import dsa
 from hkv.model_specs.param_count_gemma3n import gemma3n
 from hkv.model_specs.param_count_gemma4 import gemma4
+from hkv.model_specs.param_count_inkling import inkling
 
 ParamCounter = Callable[[ConfigView, Kinds], int]
 
@@ -65,6 +66,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "falcon_mamba": ssm.mamba1,
     "lfm2": lfm.lfm2,
     "lfm2_moe": lfm.lfm2_moe,
+    "inkling_text": inkling,  # routed + shared experts, r_proj, short convs (param_count_inkling.py)
     **classic.COUNTERS,  # GPT-2, GPT-J, BLOOM, Falcon, OPT, MPT, StarCoder2, DBRX, LongCat-Flash
 }
 

@@ -110,6 +110,17 @@ FAMILIES: dict[str, dict] = {
                          hidden_size_per_layer_input=8, laurel_rank=4, sliding_window=32,
                          layer_types=["sliding_attention", "full_attention"] * 2,
                          activation_sparsity_pattern=[0.0] * 4),
+    # Inkling: local layers (swa_* geometry, relative-logits bank of the window) and a global one; MoE
+    # with routed + shared experts everywhere but the dense first layer.
+    "inkling_text": dict(num_hidden_layers=3, swa_num_attention_heads=2, swa_num_key_value_heads=1,
+                         swa_head_dim=8, sliding_window_size=32, rel_extent=48, d_rel=4,
+                         layer_types=["hybrid_sliding", "hybrid", "hybrid_sliding"],
+                         mlp_layer_types=["dense", "sparse", "sparse"], n_routed_experts=4, n_shared_experts=2,
+                         num_experts_per_tok=2, moe_intermediate_size=32, conv_kernel_size=3),
+    "inkling_text-default-types": dict(model_type="inkling_text", num_hidden_layers=6, n_routed_experts=4,
+                                       n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=24,
+                                       swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=16,
+                                       sliding_window_size=16, rel_extent=32),
     # Classic families with their own key names (TINY's standard names reach them through each class's
     # attribute_map; the strays they do not use, e.g. GPT-2's num_key_value_heads, must be ignored).
     "gpt2": dict(num_hidden_layers=2),
