@@ -17,6 +17,7 @@ from hkv.model_specs.draft_layers import full_attention_drafts
 from hkv.model_specs.dtypes import DEFAULT_DTYPE_BYTES, dtype_bytes
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.family_defaults import QUIET_DEFAULT_KEYS, defaults_for, family_of
+from hkv.model_specs.compressed_attention import compressed_cache_layers
 from hkv.model_specs.inkling_layers import inkling_cache_layers
 from hkv.model_specs.indexer_cache import indexer_desc
 from hkv.model_specs.kv_sharing import kv_share_targets
@@ -129,7 +130,7 @@ def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_laye
 
 
 # Families whose layers cache more than their attention and mixer (Inkling: a conv state per layer).
-FAMILY_CACHE_LAYERS = {"inkling_text": inkling_cache_layers}
+FAMILY_CACHE_LAYERS = {"inkling_text": inkling_cache_layers, "deepseek_v4": compressed_cache_layers}
 
 
 def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],

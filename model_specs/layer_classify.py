@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hkv.model_specs import layer_rules as rules
+from hkv.model_specs.compressed_attention import compressed_layer_types
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.inkling_layers import inkling_layer_types
@@ -52,6 +53,7 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "lfm2": rules.lfm2_layers,
     "lfm2_moe": rules.listed_layer_types,
     "lfm3": rules.listed_layer_types,
+    "deepseek_v4": compressed_layer_types,  # window + compressed states per layer: compressed_attention.py
     "inkling_text": inkling_layer_types,  # attention per layer; its conv states: inkling_layers.py
     # Classic dense / MoE families with their own key names (config_aliases.py): full attention
     # on every layer; LongCat-Flash's num_hidden_layers counts both MLA attentions of each block.

@@ -38,6 +38,8 @@ _NAME_TO_KINDS: dict[str, tuple[LayerKind, ...]] = {
     "hybrid": (LayerKind.FULL, LayerKind.RECURRENT),  # attention first: vLLM registers it first
     # DSA: MLA plus the indexer's key cache (the MLA layer registers first in vLLM).
     "indexed_attention": (LayerKind.FULL, LayerKind.INDEXER),
+    # DeepSeek-V4 (compressed_attention.py): a sliding window beside compressed full-lifetime states.
+    "compressed_attention": (LayerKind.SLIDING, LayerKind.FULL),
     "mlp": (),
     "moe": (),
 }
@@ -80,14 +82,16 @@ class LayerTypeList:
 # Layer kinds and recurrent families that exist in released configs but that hkv does not model
 # yet: the refusal says what they are, so a user knows the plan is missing, not the config wrong.
 UNMODELED_LAYER_KINDS: dict[str, str] = {
-    "compressed_sparse_attention": "DeepSeek-V4's compressed sparse attention (vLLM caches a 128-token sliding "
-                                   "window, 4:1-compressed MLA states, an fp32 compressor state and a compressed "
-                                   "indexer cache per layer)",
-    "heavily_compressed_attention": "DeepSeek-V4's heavily compressed attention (vLLM caches a 128-token sliding "
-                                    "window, 128:1-compressed MLA states and an fp32 compressor state per layer)",
+    # Planned from model_type deepseek_v4 (compressed_attention.py reads its ratios); elsewhere refused.
+    "compressed_sparse_attention": "DeepSeek-V4's compressed sparse attention, planned for model_type deepseek_v4 "
+                                   "only (its window, 4:1 latents, compressor states and indexer keys)",
+    "heavily_compressed_attention": "DeepSeek-V4's heavily compressed attention, planned for model_type deepseek_v4 "
+                                    "only (its window, 128:1 latents and compressor state)",
     "hybrid_sliding": "inkling2's sliding-window layer, of a model no vLLM release serves (0.32 and 0.33 "
                       "have no Inkling2 class; Inkling's own, model_type inkling_text, plans)",
 }
+# Families whose per-layer compression ratios hkv reads (model_specs/compressed_attention.py).
+COMPRESSED_FAMILIES = frozenset({"deepseek_v4"})
 UNMODELED_RECURRENT_FAMILIES: dict[str, str] = {
     "zamba": "Zamba's multi-head Mamba1 layers with shared attention blocks (vLLM does not serve Zamba v1)",
 }
@@ -112,6 +116,10 @@ def kinds_from_names(view: ConfigView, types: LayerTypeList) -> tuple[tuple[Laye
                 f"{types.attribute}[{idx}] = {name!r} (DeepSeek Sparse Attention) in model_type {view.family!r}, "
                 f"whose indexed layers hkv does not model yet (dots3: DSA layers beside sliding-window layers); "
                 f"supported: {', '.join(sorted(DSA_FAMILIES))}")
+        if name == "compressed_attention" and view.family not in COMPRESSED_FAMILIES:
+            raise InvalidConfigError(
+                f"{types.attribute}[{idx}] = {name!r} is DeepSeek-V4's compressed attention, which hkv reads "
+                f"from model_type {', '.join(sorted(COMPRESSED_FAMILIES))} only, not {view.family!r}")
         if LayerKind.RECURRENT in kinds and view.family in UNMODELED_RECURRENT_FAMILIES:
             raise InvalidConfigError(
                 f"model_type {view.family!r} has {UNMODELED_RECURRENT_FAMILIES[view.family]}; hkv does not "

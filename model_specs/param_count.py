@@ -18,6 +18,7 @@ from hkv.model_specs import param_count_lfm as lfm
 from hkv.model_specs import param_count_ssm as ssm
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.param_count_common import Kinds
+from hkv.model_specs.param_count_compressed import deepseek_v4
 from hkv.model_specs.param_count_dsa import dsa
 from hkv.model_specs.param_count_gemma3n import gemma3n
 from hkv.model_specs.param_count_gemma4 import gemma4
@@ -41,6 +42,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "deepseek_v2": attn.deepseek_v3,  # same MLA + first-k-dense MoE layout
     "glm4_moe": attn.glm4_moe,
     "glm4_moe_lite": attn.deepseek_v3,  # DeepSeek-V3's MLA + first-k-dense MoE decoder
+    "deepseek_v4": deepseek_v4,  # compressed attention + mHC (param_count_compressed.py)
     "deepseek_v32": dsa,  # DeepSeek-V3's decoder + the DSA lightning indexers
     "glm_moe_dsa": dsa,
     "sarvam_mla": attn.deepseek_v3,  # transformers builds it as DeepseekV3ForCausalLM

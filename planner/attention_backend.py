@@ -38,6 +38,9 @@ from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.plan_config import PlanConfig
+from hkv.planner.compressed_attention_layout import (
+    DSV4_BACKENDS, DSV4_BLOCK_LEN, dsv4_block_size, has_compressed_cache,
+)
 from hkv.planner.sparse_mla_backend import DSA_BACKENDS, DSA_KERNEL_BLOCK_LEN, dsa_block_size, has_indexer_cache
 from hkv.planner.vllm_rules import VllmRules
 
@@ -312,6 +315,11 @@ def plan_block_size(model: ModelSpec, cfg: PlanConfig) -> BlockSizeChoice:
     against the backend), else what vLLM picks on cfg.gpu (or its CPU platform, cfg.cpu_engine)
     for this model and release."""
     capability = get_gpu(cfg.gpu).compute_capability if cfg.gpu is not None and not cfg.cpu_engine else None
+    if has_compressed_cache(model):  # DeepSeek-V4: the indexer backend's one block size, on any device
+        size = dsv4_block_size(cfg.block_size)
+        why = ("given; " if cfg.block_size else "") + DSV4_BACKENDS
+        return BlockSizeChoice(size, DSV4_BLOCK_LEN, DSV4_BACKENDS, cuda_target(capability) if capability is not None else "any device",
+                               cfg.block_size is not None, DSV4_BLOCK_LEN, why)
     if capability is not None and has_indexer_cache(model):
         size = dsa_block_size(cfg.block_size)
         why = ("given; " if cfg.block_size else "") + f"{DSA_BACKENDS} on {cuda_target(capability)}"

@@ -35,6 +35,7 @@ from dataclasses import replace
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.layout import BlockBound, KVCacheGroup, Layout
 from hkv.planner.budget.memory_budget import MemoryBudget
+from hkv.planner.compressed_attention_layout import packed_paged_groups
 from hkv.planner.paged_layer import (
     PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, split_strided,
     uniform_type, unify_page_sizes,
@@ -63,6 +64,9 @@ def choose_groups(layers: list[PagedLayer], seq_len: int, t: int) -> list[list[P
     groups), among those needing at most MAX_BLOCK_IDS_RATIO x vLLM's block ids per request.
     Layers of one type (same block lifetime, pages that may differ: MLA + DSA indexer) stay one group,
     as in vLLM: splitting them could only add block ids."""
+    packed = packed_paged_groups(layers)  # DeepSeek-V4: vLLM's packing, bounded exactly
+    if packed is not None:
+        return packed
     if uniform_type(layers):
         return [layers]
     buckets = bucket_by_spec(unify_page_sizes(layers))

@@ -14,6 +14,7 @@ from hkv.planner.attention_backend import plan_block_size
 from hkv.planner.errors import LayoutUnavailableError
 from hkv.planner.layout import Layout, cdiv
 from hkv.planner.budget.memory_budget import MemoryBudget
+from hkv.planner.compressed_attention_layout import has_compressed_cache, packed_paged_groups
 from hkv.planner.paged_layer import (
     PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, pp_stage_of, split_strided,
     uniform_type, unify_page_sizes,
@@ -104,6 +105,9 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
                                      fields=("vllm_version",))
     if not hybrid and has_state:
         raise LayoutUnavailableError("vLLM requires the hybrid KV cache manager for recurrent layers")
+    if not hybrid and has_compressed_cache(model):
+        raise LayoutUnavailableError("vLLM without the hybrid KV cache manager promotes DeepSeek-V4's window and "
+                                     "compressor caches to full attention, which hkv does not model")
     prefix_caching = _prefix_caching(cfg, kinds)
     if has_state and prefix_caching and rules.mamba_all_mode_default and model.family in MAMBA_ALL_MODE_FAMILIES:
         raise LayoutUnavailableError(
@@ -188,6 +192,9 @@ def _check_stages_own_cache(model: ModelSpec, entries: list, pp: int) -> None:
 def _group(layers: list[PagedLayer], notes: list[str], rules: VllmRules) -> list[list[PagedLayer]]:
     if not layers:
         return []
+    packed = packed_paged_groups(layers)  # DeepSeek-V4: block-outermost packing of mixed pages
+    if packed is not None:
+        return packed
     first = layers[0]
     if all(layer.bucket_key == first.bucket_key for layer in layers):
         return [layers]

@@ -137,7 +137,9 @@ def test_gemma3n_kv_sharing_targets() -> None:
 def test_every_catalog_entry_loads() -> None:
     from hkv.model_specs import catalog_names
 
-    assert set(CASES) | {"gemma-3n-e4b", "nemotron-h-56b-base-8k"} == set(catalog_names())
+    # DSA and DeepSeek-V4 entries are checked in test_sparse_attention_families.py / test_deepseek_v4.py.
+    assert set(CASES) | {"gemma-3n-e4b", "nemotron-h-56b-base-8k", "deepseek-v3.2", "glm-5", "glm-5.2",
+                         "deepseek-v4-flash"} == set(catalog_names())
     for name in catalog_names():
         spec = load_model_spec(name)
         indices = [c.layer_idx for c in spec.cache_layers]

@@ -112,14 +112,6 @@ def test_catalog_entries_are_dsa(name: str) -> None:
         layer.name.endswith(".indexer") for layer in model.cache_layers)
 
 
-def test_deepseek_v4_is_refused_naming_its_compressed_attention() -> None:
-    config = {"model_type": "deepseek_v4", "architectures": ["DeepseekV4ForCausalLM"], "num_hidden_layers": 2,
-              "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "max_position_embeddings": 64,
-              "layer_types": ["heavily_compressed_attention", "compressed_sparse_attention"]}
-    with pytest.raises(InvalidConfigError, match="DeepSeek-V4's heavily compressed attention"):
-        from_hf_config(config, "t")
-
-
 def test_indexed_layers_of_an_unmodeled_family_are_refused_not_guessed() -> None:
     """dots3 mixes DSA layers with sliding-window ones; without its geometry hkv refuses."""
     config = {"model_type": "dots3_note_text", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
