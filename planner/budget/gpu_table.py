@@ -52,6 +52,12 @@ class Gpu:
     def is_a100(self) -> bool:
         return self.name.startswith("a100")
 
+    def small_batch_tier(self, gb10_small_tier: bool) -> bool:
+        """Whether vLLM's batch defaults skip the >= 70 GiB tier for this card whatever its memory:
+        the A100 (by name) in every release, the GB10 (compute capability 12.1) from 0.33
+        (`gb10_small_tier`, engine/arg_utils.py get_batch_defaults)."""
+        return self.is_a100 or (gb10_small_tier and self.compute_capability == (12, 1))
+
     @property
     def dense_bf16_tflops(self) -> float | None:
         """Dense BF16 tensor throughput (spec sheet); None where the table has no figure."""
@@ -133,7 +139,8 @@ def get_gpu(name: str) -> Gpu:
 
 def default_max_num_batched_tokens(total_bytes: int, is_a100: bool, large_tier: bool = True) -> int:
     """vLLM's `vllm serve` default (EngineArgs.get_batch_defaults): by device memory class; the
-    >= 160 GiB tier exists from 0.28.0 (`large_tier`)."""
+    >= 160 GiB tier exists from 0.28.0 (`large_tier`). `is_a100`: a card kept off the >= 70 GiB
+    tier (Gpu.small_batch_tier)."""
     if total_bytes >= 160 * GIB and large_tier:
         return 16384
     if total_bytes >= 70 * GIB and not is_a100:
@@ -142,8 +149,8 @@ def default_max_num_batched_tokens(total_bytes: int, is_a100: bool, large_tier: 
 
 
 def default_max_num_seqs(total_bytes: int, is_a100: bool) -> int:
-    """vLLM's default max_num_seqs (EngineArgs.get_batch_defaults, the same in 0.11-0.32): 1,024 on
-    cards of >= 70 GiB other than the A100, else 256."""
+    """vLLM's default max_num_seqs (EngineArgs.get_batch_defaults, the same in 0.11-0.33): 1,024 on
+    cards of >= 70 GiB other than the A100 (and from 0.33 the GB10: Gpu.small_batch_tier), else 256."""
     return 1024 if total_bytes >= 70 * GIB and not is_a100 else 256
 
 

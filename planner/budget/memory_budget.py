@@ -73,14 +73,14 @@ class MemoryBudget:
 
 
 def _device(cfg: PlanConfig) -> tuple[str, int, bool] | None:
-    """(name, total bytes, is an A100) of the device: --gpu-memory's size, else the GPU table's
-    entry; None when neither is given."""
+    """(name, total bytes, kept on vLLM's small batch defaults) of the device: --gpu-memory's size,
+    else the GPU table's entry; None when neither is given."""
     if cfg.gpu_memory_bytes is not None:
         return "custom", cfg.gpu_memory_bytes, False
     if cfg.gpu is None:
         return None
     gpu = get_gpu(cfg.gpu)
-    return gpu.name, gpu.total_bytes, gpu.is_a100
+    return gpu.name, gpu.total_bytes, gpu.small_batch_tier(cfg.vllm_rules().gb10_small_batch_tier)
 
 
 def resolve_max_num_batched_tokens(cfg: PlanConfig) -> int:

@@ -12,7 +12,7 @@ Each term is an estimate whose band holds the values real start-up logs printed
 (shared/data/vllm_memory_logs; residuals per record in tests/planner/budget/test_profile_logged.py).
 The release switches live in VllmRules (sampler_sorts_vocab < 0.17, flashinfer_sampler_default
 < 0.11.1 with PlanConfig.flashinfer_installed, v2_model_runner,
-profile_consumed_accounting >= 0.27, subtracts_cudagraph_estimate >= 0.20).
+profile_consumed_accounting >= 0.27, subtracts_cudagraph_estimate >= 0.20, v2_sampler_warmup_pass >= 0.33).
 """
 
 from __future__ import annotations
@@ -34,9 +34,14 @@ from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runner
 from hkv.planner.budget.non_torch import LINEAR_ATTENTION_VARIANTS, non_torch_bytes
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
-from hkv.planner.budget.sampler_peak import SamplerPath, sampler_paths, sampler_profile
+from hkv.planner.budget.sampler_peak import (
+    SamplerPath,
+    flashinfer_sampler_supported,
+    sampler_paths,
+    sampler_profile,
+)
 from hkv.planner.budget.vision_profile import VisionProfile, pinned_host_bytes, vision_profile
-from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS, PlanConfig, dtype_bytes
+from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS, PlanConfig
 
 
 MIB = 2**20
@@ -69,8 +74,8 @@ def has_linear_attention(model: ModelSpec) -> bool:
 
 
 def activation_dtype_bytes(model: ModelSpec, cfg: PlanConfig) -> int:
-    """The dtype activations run in: --dtype, else the checkpoint's."""
-    return dtype_bytes("dtype", cfg.dtype) or model.dtype_bytes
+    """The dtype activations run in: --dtype, else vLLM's auto on the plan's platform."""
+    return cfg.weight_dtype_bytes(model.dtype_bytes)
 
 
 def forward_shape(model: ModelSpec, cfg: PlanConfig) -> ForwardShape:
@@ -87,11 +92,20 @@ def model_vision_profile(model: ModelSpec, cfg: PlanConfig, max_num_batched_toke
                           tokens_per_item(model.family), activation_dtype_bytes(model, cfg), cfg.tp)
 
 
+def flashinfer_sampler_device(cfg: PlanConfig) -> bool:
+    """Whether vLLM's FlashInfer sampler runs on the plan's device: a CUDA GPU it supports; without a
+    GPU named a CUDA data-center GPU is assumed; never on vLLM's CPU platform."""
+    if cfg.cpu_engine:
+        return False
+    return cfg.gpu is None or flashinfer_sampler_supported(get_gpu(cfg.gpu).compute_capability)
+
+
 def sampler_paths_for(model: ModelSpec, cfg: PlanConfig) -> tuple[SamplerPath, ...]:
     """The dummy sampler's path(s) for this release and install, the point estimate's first."""
     rules = cfg.vllm_rules()
     return sampler_paths(sorts_vocab=rules.sampler_sorts_vocab, flashinfer_by_default=rules.flashinfer_sampler_default,
-                         flashinfer_installed=cfg.flashinfer_installed, v2_runner=runs_on_v2(model, cfg))
+                         flashinfer_installed=cfg.flashinfer_installed, v2_runner=runs_on_v2(model, cfg),
+                         v2_flashinfer_warmup=rules.v2_sampler_warmup_pass and flashinfer_sampler_device(cfg))
 
 
 def activation_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> BudgetTerm:

@@ -23,6 +23,15 @@ release's v1/sample/sampler.py and v1/sample/ops/topk_topp_sampler.py):
   and the exponential noise of random_sample (4). bf16: 14 bytes.
 - `greedy` (the V2 model runner, model_runner.py; attention-only models from 0.27, all from 0.32):
   its dummy batch is greedy, so only the logits and one fp32 processed copy. bf16: 6 bytes.
+- from 0.33 the V2 runner's `_dummy_sampler_run` (v1/worker/gpu/model_runner.py ~l.1008) samples the
+  same logits again with `SamplingParams.for_sampler_warmup()` (top-k 50, top-p 0.9, min-p,
+  penalties, logit bias, logprobs): an fp32 copy that the Triton processors change in place, then
+  FlashInfer's `top_k_top_p_sampling_from_logits` (v1/worker/gpu/sample/sampler.py `_sample_random`),
+  so the `flashinfer` path, where vLLM's FlashInfer sampler runs: CUDA at compute capability
+  8.0-12.1 with more than 16 SMs (topk_topp_sampler.py `flashinfer_sampler_supported`; vLLM's CUDA
+  requirements install FlashInfer). Elsewhere the Triton top-k/top-p masks in place with a per-SM
+  buffer and the Gumbel sampler draws its noise in the kernel: the `greedy` figure. The CPU platform
+  skips the second pass.
 """
 
 from __future__ import annotations
@@ -39,6 +48,8 @@ EXTRA_BYTES_BY_PATH: dict[SamplerPath, int] = {
     "in_place": FP32_BYTES + 4 + 4,  # fp32 copy, probs, exponential noise
     "greedy": FP32_BYTES,  # fp32 processed copy
 }
+# FlashInferBackend.supports_compute_capability (v1/attention/backends/flashinfer.py, 0.33: SM80 floor).
+FLASHINFER_SAMPLER_CAPABILITIES = ((8, 0), (12, 1))
 
 
 @dataclass(frozen=True)
@@ -65,14 +76,22 @@ def sampler_profile(max_num_batched_tokens: int, max_num_seqs: int, vocab_size: 
     return SamplerProfile(min(max_num_batched_tokens, max_num_seqs), vocab_size, logits_dtype_bytes, path)
 
 
+def flashinfer_sampler_supported(capability: tuple[int, int] | None) -> bool:
+    """Whether vLLM's FlashInfer top-k/top-p sampler runs on a CUDA GPU of `capability` (every GPU
+    hkv knows has more than 16 SMs); None: not a CUDA GPU."""
+    low, high = FLASHINFER_SAMPLER_CAPABILITIES
+    return capability is not None and low <= capability <= high
+
+
 def sampler_paths(*, sorts_vocab: bool, flashinfer_by_default: bool, flashinfer_installed: bool | None,
-                  v2_runner: bool) -> tuple[SamplerPath, ...]:
+                  v2_runner: bool, v2_flashinfer_warmup: bool = False) -> tuple[SamplerPath, ...]:
     """The path(s) the dummy sampler may take, the likelier first: one when the release and the
     install decide it; ("sort", "flashinfer") where FlashInfer would be used but nobody said
     whether it is installed (the sort is the larger peak, so the point estimate stays on the
-    side that fits)."""
+    side that fits). `v2_flashinfer_warmup`: the V2 runner's warmup pass samples through FlashInfer
+    (0.33 on a GPU flashinfer_sampler_supported accepts)."""
     if v2_runner:
-        return ("greedy",)
+        return ("flashinfer",) if v2_flashinfer_warmup else ("greedy",)
     if not sorts_vocab:
         return ("in_place",)
     if not flashinfer_by_default or flashinfer_installed is False:

@@ -26,10 +26,11 @@ MODELS = {name: load_model_spec(name) for name in catalog_names()}
 # 40/80 GB (A100), L40S 48 GB, L4 24 GB, A10G 24 GB, RTX 4090 24 GB, RTX 5090 32 GB (< 70 GiB).
 DEFAULT_MNBT = {
     "b200": 16384, "gb200": 16384, "mi300x": 16384, "mi325x": 16384, "mi355x": 16384,
-    "h100": 8192, "h100-pcie": 8192, "h100-nvl": 8192, "h200": 8192, "rtx-pro-6000": 8192, "gb10": 8192,
+    "h100": 8192, "h100-pcie": 8192, "h100-nvl": 8192, "h200": 8192, "rtx-pro-6000": 8192,
     "a100-40gb": 2048, "a100-80gb": 2048, "l40s": 2048, "l4": 2048, "a10g": 2048, "rtx4090": 2048,
     "rtx5090": 2048, "a10": 2048, "a40": 2048, "rtx-a6000": 2048, "rtx3090": 2048, "rtx-pro-4500": 2048,
     "t4": 2048,
+    "gb10": 2048,  # 119.63 GiB, but vLLM 0.33 (the default release) keeps compute capability 12.1 small
 }
 # vLLM's default max_num_seqs (EngineArgs.get_batch_defaults): 1,024 from 70 GiB up except the A100.
 DEFAULT_MAX_NUM_SEQS = {name: 1024 if mnbt >= 8192 else 256 for name, mnbt in DEFAULT_MNBT.items()}
@@ -45,7 +46,7 @@ def test_every_gpu_plans_in_both_formats(name):
         result = plan(MODELS[name], PlanConfig(gpu=gpu.name, max_num_seqs=256))
         budget = result.budget
         # 2.1: available = ceil(total x utilization) - weights - activations - cudagraphs - non-torch,
-        # floored at 0 with the rest reported as the shortfall; vLLM 0.32's default utilization is 0.92.
+        # floored at 0 with the rest reported as the shortfall; vLLM's default utilization is 0.92.
         rest = (ceil(budget.total_bytes * 0.92) - budget.weights_bytes - budget.activation_bytes
                 - budget.cudagraph_bytes - budget.non_torch_bytes)
         assert (budget.available_bytes, budget.shortfall_bytes) == (max(rest, 0), max(-rest, 0)), gpu.name

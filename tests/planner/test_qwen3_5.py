@@ -64,7 +64,7 @@ def test_vllm_0_24_defaults_to_no_prefix_caching_for_hybrids():
     assert vllm.log_lines == ("GPU KV cache size: 593,795 tokens",
                               "Maximum concurrency for 131,072 tokens per request: 4.53x")
     # vLLM 0.32 turns prefix caching on for hybrids by default and prints one line.
-    current = _plan("qwen3.6-35b-a3b", 5.98).reports["vllm"]
+    current = _plan("qwen3.6-35b-a3b", 5.98, vllm_version="0.32.0").reports["vllm"]
     assert current.log_lines == (", ".join(LOG_0_24),)
 
 
@@ -84,7 +84,8 @@ def test_transformers_default_configs_plan(tmp_path):
         expected_full = [i for i, t in enumerate(layer_types) if t == "full_attention"]
         assert [l.layer_idx for l in spec.cache_layers if type(l).__name__ == "AttentionDesc"] == expected_full
         assert len(spec.cache_layers) == len(layer_types)
-        result = plan(spec, PlanConfig(gpu="h200", max_model_len=32768))
+        # vLLM 0.32's blocks, in steps of 16 (0.33 steps by 64 on an H200: tests/planner/test_vllm_0_33.py)
+        result = plan(spec, PlanConfig(gpu="h200", max_model_len=32768, vllm_version="0.32.0"))
         assert result.reports["vllm"].capacity.max_num_requests > 0, name
         # transformers' defaults omit mamba_ssm_dtype, so vLLM keeps the state in the model dtype:
         # conv 49,152 B + SSM 32 x 128 x 128 x 2 B; the bf16 page is 2 x kv heads x 256 x 2 B per token.
@@ -96,13 +97,13 @@ def test_transformers_default_configs_plan(tmp_path):
 
 def test_without_float32_state_the_block_halves(tmp_path):
     # The same model with the SSM state in bf16 (no mamba_ssm_dtype): cdiv(49,152 + 1,048,576,
-    # 1,024) = 1,072 tokens, and the 0.24.0 log's 4.33x is out of reach.
+    # 1,024) = 1,072 tokens in vLLM 0.32, and the 0.24.0 log's 4.33x is out of reach.
     from hkv.model_specs.catalog import lookup_catalog
 
     raw = lookup_catalog("qwen3.6-35b-a3b").load_config()
     del raw["text_config"]["mamba_ssm_dtype"]
     (tmp_path / "config.json").write_text(json.dumps(raw))
-    vllm = _plan(str(tmp_path / "config.json"), 5.98).reports["vllm"]
+    vllm = _plan(str(tmp_path / "config.json"), 5.98, vllm_version="0.32.0").reports["vllm"]
     assert {g.block_size for g in vllm.layout.groups if g.kind.value == "full"} == {1072}
     assert not vllm.log_lines[0].endswith("4.33x")
 

@@ -18,8 +18,8 @@ def test_versions_parse(text, parsed):
     assert parse_vllm_version(text) == parsed
 
 
-@pytest.mark.parametrize("text, fragment", [("0.9.2", "outside the releases hkv models (0.10.0 to 0.32.0)"),
-                                            ("0.33.0", "outside the releases"), ("latest", "must look like 0.24.0")])
+@pytest.mark.parametrize("text, fragment", [("0.9.2", "outside the releases hkv models (0.10.0 to 0.33.0)"),
+                                            ("0.34.0", "outside the releases"), ("latest", "must look like 0.24.0")])
 def test_bad_versions_are_refused_with_the_range(text, fragment):
     with pytest.raises(InvalidInputError, match="vllm_version") as err:
         PlanConfig(vllm_version=text)
@@ -95,4 +95,4 @@ def test_cli_names_the_release_and_prints_its_log_lines():
     bad = CliRunner().invoke(app, ["plan", "qwen3.6-35b-a3b", "--vllm-version", "0.9.2"])
     assert bad.exit_code != 0 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
-        "hkv: error: --vllm-version 0.9.2 is outside the releases hkv models (0.10.0 to 0.32.0); pass one of those"]
+        "hkv: error: --vllm-version 0.9.2 is outside the releases hkv models (0.10.0 to 0.33.0); pass one of those"]

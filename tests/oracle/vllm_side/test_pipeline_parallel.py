@@ -61,7 +61,8 @@ def hkv_pp(name: str, pp: int):
     m = ob.load_model(name)
     cfg = PlanConfig(gpu=None, available_kv_memory_bytes=SCENARIO.available_bytes, pp=pp,
                      max_model_len=SCENARIO.max_model_len,
-                     max_num_batched_tokens=SCENARIO.max_num_batched_tokens, primary_layout="vllm")
+                     max_num_batched_tokens=SCENARIO.max_num_batched_tokens, primary_layout="vllm",
+                     vllm_version=ob.ORACLE_VLLM_VERSION)
     return build_layout("vllm", m, cfg, compute_memory_budget(m, cfg))
 
 
