@@ -143,7 +143,7 @@ class AttentionQuery:
     is_mla: bool
     head_sizes: tuple[int, ...]  # distinct per-rank head sizes (MLA: kv_lora_rank + qk_rope_head_dim)
     fp8_kv: bool = False
-    float32: bool = False  # float32 weights (vLLM's auto keeps a float32 config's dtype on CPU only)
+    float32: bool = False  # float32 weights: --dtype float32 (vLLM's auto casts a float32 config to 16 bits)
     qk_nope_head_dim: int = ASSUMED_QK_NOPE_HEAD_DIM
 
     @classmethod
@@ -153,7 +153,7 @@ class AttentionQuery:
                  if isinstance(s, AttentionCacheSpec)]
         if not specs:
             return None
-        weights = {"auto": model.dtype_bytes, "float32": 4, "fp32": 4, "float": 4}.get(cfg.dtype, 2)
+        weights = cfg.weight_dtype_bytes(model.dtype_bytes)
         return cls(is_mla=any(s.is_mla for s in specs), head_sizes=tuple(sorted({s.head_dim for s in specs})),
                    fp8_kv=cfg.kv_cache_dtype == "fp8", float32=weights == 4)
 

@@ -28,7 +28,7 @@ from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.budget.quantization.base import QuantContext
 from hkv.planner.budget.quantization.dispatch import quant_format
 from hkv.planner.budget.weight_shards import most_loaded_rank
-from hkv.planner.plan_config import PlanConfig, dtype_bytes
+from hkv.planner.plan_config import PlanConfig
 
 CONFIG_BAND = 0.02
 SCALED_HEADER_BAND = 0.01
@@ -55,7 +55,7 @@ def weights_term(model: ModelSpec, cfg: PlanConfig) -> BudgetTerm:
     """The "weights" term of one rank (the most loaded pipeline stage)."""
     if cfg.weights_bytes is not None:
         return BudgetTerm.exact("weights", cfg.weights_bytes, "given", "weights per rank given by hand")
-    weight_dtype = dtype_bytes("dtype", cfg.dtype) or model.dtype_bytes
+    weight_dtype = cfg.weight_dtype_bytes(model.dtype_bytes)
     fmt = quant_format(model.quantization_config, cfg.quantization)
     if model.param_breakdown is None or fmt is None:
         return _fallback(model, cfg, weight_dtype, fmt is None)

@@ -30,6 +30,7 @@ from typing import Any
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.attention_backend import nearest_cpu_block_size, plan_block_size
+from hkv.planner.auto_dtype import FLOAT32_BYTES, auto_downcast_dtype
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.plan_config import PlanConfig
 
@@ -72,9 +73,10 @@ def engine_settings(model: str, model_dtype_bytes: int, cfg: PlanConfig, budget:
     translations: list[str] = []
     dtype = _VLLM_DTYPE_NAMES.get(cfg.dtype, cfg.dtype)
     if dtype == "auto" and model_dtype_bytes in _DTYPE_OF_BYTES:
-        dtype = _DTYPE_OF_BYTES[model_dtype_bytes]
-        translations.append(f"dtype: hkv's auto is the config's dtype; passed as {dtype} (vLLM's auto "
-                            "would cast a float32 config to 16 bits)")
+        cast = auto_downcast_dtype(cfg.gpu, cfg.cpu_engine) if model_dtype_bytes == FLOAT32_BYTES else None
+        dtype = cast or _DTYPE_OF_BYTES[model_dtype_bytes]
+        translations.append(f"dtype: hkv's auto (the config's dtype, a float32 one cast as vLLM casts it on the "
+                            f"plan's platform, or kept where that is unknown) passed as {dtype}")
     max_num_batched_tokens = budget.max_num_batched_tokens
     name = device_name(device_type)
     if device_type == "cpu":
