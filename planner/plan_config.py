@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hkv.model_specs.cache_options import CacheOptions
+from hkv.planner.auto_dtype import auto_dtype_bytes
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.vllm_rules import LOG_FORMAT_VERSIONS, VllmRules
 
@@ -117,12 +118,20 @@ class PlanConfig:
             return VllmRules.for_version(self.vllm_version)
         return VllmRules.for_version(LOG_FORMAT_VERSIONS[self.vllm_log or "current"])
 
+    def weight_dtype_bytes(self, model_dtype_bytes: int) -> int:
+        """Element size of the weights (and activations, and an auto KV cache): --dtype, else vLLM's
+        auto on this plan's platform for a config of `model_dtype_bytes` (auto_dtype.py)."""
+        given = dtype_bytes("dtype", self.dtype)
+        return given if given is not None else auto_dtype_bytes(model_dtype_bytes, self.gpu, self.cpu_engine)
+
     def cache_options(self, model_dtype_bytes: int) -> CacheOptions:
-        weights = dtype_bytes("dtype", self.dtype) or model_dtype_bytes
+        weights = self.weight_dtype_bytes(model_dtype_bytes)
         kv = 1 if self.kv_cache_dtype == "fp8" else weights
         ssm = dtype_bytes("mamba_ssm_dtype", self.mamba_ssm_dtype)
-        return CacheOptions(tp=self.tp, kv_dtype_bytes=kv, conv_dtype_bytes=None if self.dtype == "auto"
-                            else weights, ssm_dtype_bytes=ssm, speculative_tokens=self.speculative_tokens)
+        # conv states follow the model dtype: the family's default unless --dtype or auto's cast changed it
+        conv = None if self.dtype == "auto" and weights == model_dtype_bytes else weights
+        return CacheOptions(tp=self.tp, kv_dtype_bytes=kv, conv_dtype_bytes=conv, ssm_dtype_bytes=ssm,
+                            speculative_tokens=self.speculative_tokens)
 
 
 def dtype_bytes(field: str, name: str) -> int | None:

@@ -41,7 +41,7 @@ from hkv.planner.budget.sampler_peak import (
     sampler_profile,
 )
 from hkv.planner.budget.vision_profile import VisionProfile, pinned_host_bytes, vision_profile
-from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS, PlanConfig, dtype_bytes
+from hkv.planner.plan_config import DEFAULT_MAX_NUM_SEQS, PlanConfig
 
 
 MIB = 2**20
@@ -74,8 +74,8 @@ def has_linear_attention(model: ModelSpec) -> bool:
 
 
 def activation_dtype_bytes(model: ModelSpec, cfg: PlanConfig) -> int:
-    """The dtype activations run in: --dtype, else the checkpoint's."""
-    return dtype_bytes("dtype", cfg.dtype) or model.dtype_bytes
+    """The dtype activations run in: --dtype, else vLLM's auto on the plan's platform."""
+    return cfg.weight_dtype_bytes(model.dtype_bytes)
 
 
 def forward_shape(model: ModelSpec, cfg: PlanConfig) -> ForwardShape:
