@@ -25,6 +25,7 @@ from hkv.model_specs.layer_classify import classify_layers
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer, RecurrentDesc
 from hkv.model_specs.layer_kinds import SSM_ONLY_FAMILIES, LayerKind
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.model_specs.padded_latent_layers import padded_latent_layers
 from hkv.model_specs.param_count import count_params
 from hkv.model_specs.param_breakdown import ParamBreakdown
 from hkv.model_specs.param_breakdown_build import build_breakdown
@@ -130,7 +131,8 @@ def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_laye
 
 
 # Families whose layers cache more than their attention and mixer (Inkling: a conv state per layer).
-FAMILY_CACHE_LAYERS = {"inkling_text": inkling_cache_layers, "deepseek_v4": compressed_cache_layers}
+FAMILY_CACHE_LAYERS = {"inkling_text": inkling_cache_layers, "deepseek_v4": compressed_cache_layers,
+                       "dots3_note": padded_latent_layers, "dots3_note_text": padded_latent_layers}
 
 
 def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],

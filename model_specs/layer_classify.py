@@ -53,6 +53,8 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "lfm2": rules.lfm2_layers,
     "lfm2_moe": rules.listed_layer_types,
     "lfm3": rules.listed_layer_types,
+    "dots3_note": rules.listed_layer_types,  # indexed + sliding MLA: padded_latent_layers.py
+    "dots3_note_text": rules.listed_layer_types,
     "deepseek_v4": compressed_layer_types,  # window + compressed states per layer: compressed_attention.py
     "inkling_text": inkling_layer_types,  # attention per layer; its conv states: inkling_layers.py
     # Classic dense / MoE families with their own key names (config_aliases.py): full attention

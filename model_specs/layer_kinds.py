@@ -92,6 +92,8 @@ UNMODELED_LAYER_KINDS: dict[str, str] = {
 }
 # Families whose per-layer compression ratios hkv reads (model_specs/compressed_attention.py).
 COMPRESSED_FAMILIES = frozenset({"deepseek_v4"})
+# DSA layers beside sliding MLA layers, latents padded to one width (model_specs/padded_latent_layers.py).
+PADDED_LATENT_FAMILIES = frozenset({"dots3_note", "dots3_note_text"})
 UNMODELED_RECURRENT_FAMILIES: dict[str, str] = {
     "zamba": "Zamba's multi-head Mamba1 layers with shared attention blocks (vLLM does not serve Zamba v1)",
 }
@@ -111,11 +113,11 @@ def kinds_from_names(view: ConfigView, types: LayerTypeList) -> tuple[tuple[Laye
                 f"expected one of: {', '.join(_NAME_TO_KINDS)}"
             )
         kinds = _NAME_TO_KINDS[name]
-        if LayerKind.INDEXER in kinds and view.family not in DSA_FAMILIES:
+        if LayerKind.INDEXER in kinds and view.family not in DSA_FAMILIES | PADDED_LATENT_FAMILIES:
             raise InvalidConfigError(
                 f"{types.attribute}[{idx}] = {name!r} (DeepSeek Sparse Attention) in model_type {view.family!r}, "
-                f"whose indexed layers hkv does not model yet (dots3: DSA layers beside sliding-window layers); "
-                f"supported: {', '.join(sorted(DSA_FAMILIES))}")
+                f"whose indexed layers hkv does not model yet; supported: "
+                f"{', '.join(sorted(DSA_FAMILIES | PADDED_LATENT_FAMILIES))}")
         if name == "compressed_attention" and view.family not in COMPRESSED_FAMILIES:
             raise InvalidConfigError(
                 f"{types.attribute}[{idx}] = {name!r} is DeepSeek-V4's compressed attention, which hkv reads "

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.compressed_attention import CompressedCacheSpec
 from hkv.model_specs.model_spec import ModelSpec
@@ -37,11 +38,24 @@ from hkv.planner.layout import cdiv
 from hkv.planner.paged_layer import PagedLayer
 
 DSV4_BLOCK_LEN = 256  # DeepseekV4IndexerBackend.get_supported_kernel_block_sizes: [256], the cache block
+NO_OPTIONS = CacheOptions()  # a padded latent's kind and type do not depend on the options
 DSV4_BACKENDS = "FLASHMLA_SPARSE_DSV4 + DEEPSEEK_SPARSE_SWA + DEEPSEEK_V4_INDEXER"
 
 
+def _specs(model: ModelSpec) -> list[CompressedCacheSpec]:
+    return [spec for layer in model.cache_layers
+            if isinstance(spec := layer.cache_spec(NO_OPTIONS), CompressedCacheSpec)]
+
+
 def has_compressed_cache(model: ModelSpec) -> bool:
-    return any(isinstance(getattr(layer, "spec", None), CompressedCacheSpec) for layer in model.cache_layers)
+    """DeepSeek-V4: a cache that stores one state per several tokens (dots3's padded pages do not)."""
+    return any(spec.tokens_per_state > 1 for spec in _specs(model))
+
+
+def has_sliding_mla_window(model: ModelSpec) -> bool:
+    """A sliding-window MLA page (vLLM's SlidingWindowMLASpec: DeepSeek-V4's windows and compressor
+    states, dots3's sliding layers)."""
+    return any(spec.kind is CacheKind.SLIDING for spec in _specs(model))
 
 
 def dsv4_block_size(requested: int | None) -> int:
@@ -106,7 +120,8 @@ def _split(bucket: list[PagedLayer], num_groups: int) -> list[list[PagedLayer]]:
 
 
 def packed_paged_groups(layers: list[PagedLayer]) -> list[list[PagedLayer]] | None:
-    """vLLM's packed grouping (module docstring), or None when no layer is a compressed cache."""
+    """vLLM's packed grouping (module docstring), or None without a CompressedCacheSpec: pages whose
+    backends declare block-outermost layouts (DeepSeek-V4; dots3, model_specs/padded_latent_layers.py)."""
     if not any(isinstance(layer.spec, CompressedCacheSpec) for layer in layers):
         return None
     buckets = _buckets(layers)

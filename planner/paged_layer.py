@@ -64,7 +64,7 @@ def unify_page_sizes(layers: list[PagedLayer]) -> list[PagedLayer]:
     if not layers:
         return layers
     if any(isinstance(layer.spec, CompressedCacheSpec) for layer in layers):
-        raise LayoutUnavailableError("DeepSeek-V4's compressed caches pack pages of many sizes side by side in "
+        raise LayoutUnavailableError("DeepSeek-V4's and dots3's caches pack pages of many sizes side by side in "
                                      "one block (vLLM's block-outermost packing); hkv models that for the vllm "
                                      "and hkv layouts only", fields=("layout",))
     page_max = max(layer.page_size_bytes for layer in layers)

@@ -8,16 +8,13 @@ num_blocks = available // bytes per block of the largest group.
 
 from __future__ import annotations
 
-from math import lcm
-
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.attention_backend import plan_block_size
 from hkv.planner.errors import LayoutUnavailableError
-from hkv.planner.gdn_checkpoints import gdn_checkpoint_alignment
 from hkv.planner.layout import Layout, cdiv
 from hkv.planner.budget.memory_budget import MemoryBudget
-from hkv.planner.compressed_attention_layout import has_compressed_cache, packed_paged_groups
+from hkv.planner.compressed_attention_layout import has_sliding_mla_window, packed_paged_groups
 from hkv.planner.paged_layer import (
     PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, pp_stage_of, split_strided,
     uniform_type, unify_page_sizes,
@@ -43,21 +40,18 @@ def in_flight_tokens(cfg: PlanConfig, max_num_batched_tokens: int) -> int:
     return (cfg.pp + 1) * max_num_batched_tokens
 
 
-def mamba_state_blocks(cfg: PlanConfig, prefix_caching: bool, gdn_checkpoint: bool = False) -> StateBlocks:
+def mamba_state_blocks(cfg: PlanConfig, prefix_caching: bool) -> StateBlocks:
     """State blocks a request holds (MambaSpec.max_memory_usage_bytes / page): mode "none"
-    (prefix caching off) 1; align mode 2 live states, + 1 prefill checkpoint for Mamba2 layers from
-    vLLM 0.32 (MambaMixer2 sets num_prefill_checkpoint_blocks; Mamba1, lightning, KDA and short-conv
-    layers do not) and for GDN layers where `gdn_checkpoint` (vLLM 0.33, gdn_checkpoints.py); both
-    + one per speculative token from vLLM 0.15."""
+    (prefix caching off) 1; align mode 2 live states, + 1 prefill checkpoint for Mamba2 layers in
+    vLLM 0.32 (MambaMixer2 sets num_prefill_checkpoint_blocks; Mamba1, GDN, lightning, KDA and
+    short-conv layers do not); both + one per speculative token from vLLM 0.15."""
     rules = cfg.vllm_rules()
     spec_blocks = cfg.speculative_tokens if rules.speculative_state_blocks else 0
 
     def blocks(spec: StateCacheSpec) -> int:
         if not prefix_caching:
             return 1 + spec_blocks
-        checkpoint = (rules.mamba2_checkpoint_block and spec.variant == "mamba2") or (
-            gdn_checkpoint and spec.variant == "gdn")
-        return (3 if checkpoint else 2) + spec_blocks
+        return (3 if rules.mamba2_checkpoint_block and spec.variant == "mamba2" else 2) + spec_blocks
     return blocks
 
 
@@ -83,14 +77,12 @@ def layout_prefix_caching(name: str, model: ModelSpec, cfg: PlanConfig) -> bool:
 
 
 def align_attention_block(attn_bytes_per_token: int, mamba_page: int, block_size: int,
-                          is_mla: bool, kernel_block: int = _MIN_KERNEL_BLOCK, checkpoint_alignment: int = 1) -> int:
+                          is_mla: bool, kernel_block: int = _MIN_KERNEL_BLOCK) -> int:
     """Attention block size raised so one attention page covers one Mamba state (>= block_size),
-    in steps of the backend's smallest kernel block `kernel_block` (CPU_ATTN: 32), and of the
-    recurrent layers' prefill checkpoint alignment in align mode (vLLM 0.33's GDN: 64)."""
+    in steps of the backend's smallest kernel block `kernel_block` (CPU_ATTN: 32)."""
     k = max(kernel_block, block_size)
     if is_mla:
         k = max(k, _MLA_MIN_BLOCK)
-    k = lcm(k, checkpoint_alignment)
     aligned = k * cdiv(mamba_page, k * attn_bytes_per_token)
     aligned = cdiv(aligned, kernel_block) * kernel_block
     return max(block_size, aligned)
@@ -113,11 +105,12 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
                                      fields=("vllm_version",))
     if not hybrid and has_state:
         raise LayoutUnavailableError("vLLM requires the hybrid KV cache manager for recurrent layers")
-    if not hybrid and has_compressed_cache(model):
-        raise LayoutUnavailableError("vLLM without the hybrid KV cache manager promotes DeepSeek-V4's window and "
-                                     "compressor caches to full attention, which hkv does not model")
+    if not hybrid and has_sliding_mla_window(model):
+        raise LayoutUnavailableError(
+            "vLLM 0.32 fails at start-up without the hybrid KV cache manager when it promotes a sliding-window MLA "
+            "cache (DeepSeek-V4, dots3) to full attention (replace_as SlidingWindowMLASpec -> MLAAttentionSpec: "
+            "unexpected keyword 'bounded_replay'); use the hybrid manager", fields=("layout",))
     prefix_caching = _prefix_caching(cfg, kinds)
-    gdn_alignment = gdn_checkpoint_alignment(model, cfg, prefix_caching)
     if has_state and prefix_caching and rules.mamba_all_mode_default and model.family in MAMBA_ALL_MODE_FAMILIES:
         raise LayoutUnavailableError(
             f"vLLM {rules.name} keeps a {model.family} state per block under prefix caching (mamba_cache_mode "
@@ -147,7 +140,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
             first = attn_specs[0]
             attn_tok = first.bytes_per_token
             block_size = align_attention_block(attn_tok, mamba_page, block_size, first.is_mla,
-                                               plan_block_size(model, cfg).kernel_alignment, gdn_alignment or 1)
+                                               plan_block_size(model, cfg).kernel_alignment)
             if block_size != cfg.block_size:
                 notes.append(f"Setting attention block size to {block_size} tokens to ensure that "
                              f"attention page size is >= mamba page size.")
@@ -168,7 +161,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
 
     groups = _group(layers, notes, rules)
     pool = size_pool(0, "shared", groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)
-    kv_groups = to_kv_groups(groups, 0, mamba_state_blocks(cfg, prefix_caching, gdn_alignment is not None))
+    kv_groups = to_kv_groups(groups, 0, mamba_state_blocks(cfg, prefix_caching))
     return Layout(name, tuple(kv_groups), (pool,) if kv_groups else (), max_len,
                   in_flight_tokens(cfg, budget.max_num_batched_tokens), budget.available_bytes,
                   tuple(notes), pp_size=cfg.pp)
@@ -201,7 +194,7 @@ def _check_stages_own_cache(model: ModelSpec, entries: list, pp: int) -> None:
 def _group(layers: list[PagedLayer], notes: list[str], rules: VllmRules) -> list[list[PagedLayer]]:
     if not layers:
         return []
-    packed = packed_paged_groups(layers)  # DeepSeek-V4: block-outermost packing of mixed pages
+    packed = packed_paged_groups(layers)  # DeepSeek-V4, dots3: block-outermost packing of mixed pages
     if packed is not None:
         return packed
     first = layers[0]

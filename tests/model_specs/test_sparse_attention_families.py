@@ -113,9 +113,9 @@ def test_catalog_entries_are_dsa(name: str) -> None:
 
 
 def test_indexed_layers_of_an_unmodeled_family_are_refused_not_guessed() -> None:
-    """dots3 mixes DSA layers with sliding-window ones; without its geometry hkv refuses."""
-    config = {"model_type": "dots3_note_text", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+    """A family whose DSA geometry hkv does not know is refused (dots3 plans: tests/planner/test_dots3_layout.py)."""
+    config = {"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
               "vocab_size": 10, "max_position_embeddings": 64, "index_head_dim": 128,
               "layer_types": ["indexed_attention", "sliding_attention"], "sliding_window": 8}
-    with pytest.raises(InvalidConfigError, match="dots3_note_text.*supported: deepseek_v32"):
+    with pytest.raises(InvalidConfigError, match="'qwen3'.*supported: deepseek_v32"):
         from_hf_config(config, "t")

@@ -19,41 +19,18 @@ from pathlib import Path
 
 import pytest
 import torch
-from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.from_hf_config import from_hf_config
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.plan import plan
-from hkv.planner.plan_config import PlanConfig
+from packed_layout_check import assert_vllm_layout_equals, packed_vllm_config
 from vllm.config import VllmConfig, set_current_vllm_config
 from vllm.models.deepseek_v4.attention import DeepseekV4IndexerCache
 from vllm.models.deepseek_v4.compressor import CompressorStateCache
 from vllm.v1.attention.backends.mla.sparse_swa import DeepseekV4SWACache
-from vllm.v1.core import kv_cache_utils
-from vllm.v1.core.kv_cache_utils import (
-    get_kv_cache_config_from_groups,
-    get_kv_cache_groups,
-    get_max_concurrency_for_kv_cache_config,
-)
-from vllm.v1.kv_cache_interface import MLAAttentionSpec, UniformTypeKVCacheSpecs, get_kv_quant_mode
+from vllm.v1.kv_cache_interface import MLAAttentionSpec, get_kv_quant_mode
 
 # transformers 5.24's default DeepseekV4Config (43 layers: 20 at 4:1, 23 at 128:1, window 128)
 CONFIG = json.loads((Path(__file__).resolve().parents[2] / "data" / "configs" / "deepseek_v4.json").read_text())
 GIB = 2**30
-
-
-def _vllm_config(max_model_len: int, mnbt: int) -> VllmConfig:
-    vc = VllmConfig()
-
-    class _Model:  # what get_kv_cache_groups / max_memory_usage_bytes read
-        pass
-    _Model.max_model_len = max_model_len
-    vc.model_config = _Model()  # type: ignore[assignment]
-    cc = vc.cache_config
-    cc.block_size, cc.cache_dtype, cc.kv_cache_layout = 256, "fp8_ds_mla", "BLHNC"
-    cc.enable_prefix_caching, cc.num_gpu_blocks_override = True, None
-    sc = vc.scheduler_config
-    sc.max_num_batched_tokens, sc.async_scheduling, sc.disable_hybrid_kv_cache_manager = mnbt, True, False
-    return vc
 
 
 def _vllm_specs(vc: VllmConfig, ratios: list[int]) -> dict:
@@ -100,27 +77,5 @@ def _ratios(model) -> list[int]:
 @pytest.mark.parametrize("available_gib,max_model_len,mnbt", [(18.65, 200000, 8192), (60, 1048576, 16384)])
 def test_deepseek_v4_groups_equal_vllm(model_name: str, available_gib: float, max_model_len: int, mnbt: int) -> None:
     model = MODELS[model_name]()
-    vc = _vllm_config(max_model_len, mnbt)
-    specs = _vllm_specs(vc, _ratios(model))
-    assert [layer.name for layer in model.cache_layers] == list(specs)
-    available = int(available_gib * GIB)
-    groups = get_kv_cache_groups(vc, dict(specs))
-    kvcfg = get_kv_cache_config_from_groups(vc, groups, available)
-
-    cfg = PlanConfig(gpu="h100", available_kv_memory_bytes=available, max_model_len=max_model_len,
-                     max_num_batched_tokens=mnbt, primary_layout="vllm")
-    layout = plan(model, cfg).reports["vllm"].layout
-    by_name = {layer.name: layer.cache_spec(CacheOptions()) for layer in model.cache_layers}
-    ours = [(g.layer_names, g.block_size, tuple(by_name[n].page_size_bytes(g.block_size) for n in g.layer_names))
-            for g in layout.groups]
-    theirs = []
-    for g in groups:
-        spec = g.kv_cache_spec
-        assert isinstance(spec, UniformTypeKVCacheSpecs)
-        theirs.append((tuple(g.layer_names), spec.block_size,
-                       tuple(spec.kv_cache_specs[n].page_size_bytes for n in g.layer_names)))
-    assert ours == theirs
-    (pool,) = layout.pools
-    assert pool.bytes_per_block == kv_cache_utils._pool_bytes_per_block(vc, groups)
-    assert pool.num_blocks == kvcfg.num_blocks
-    assert layout.max_concurrency(max_model_len) == get_max_concurrency_for_kv_cache_config(vc, kvcfg)
+    vc = packed_vllm_config(max_model_len, mnbt, block_size=256, cache_dtype="fp8_ds_mla")
+    assert_vllm_layout_equals(model, vc, _vllm_specs(vc, _ratios(model)), int(available_gib * GIB))
