@@ -8,10 +8,13 @@ num_blocks = available // bytes per block of the largest group.
 
 from __future__ import annotations
 
+from math import lcm
+
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.attention_backend import plan_block_size
 from hkv.planner.errors import LayoutUnavailableError
+from hkv.planner.gdn_checkpoints import gdn_checkpoint_alignment
 from hkv.planner.layout import Layout, cdiv
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.compressed_attention_layout import has_sliding_mla_window, packed_paged_groups
@@ -40,18 +43,21 @@ def in_flight_tokens(cfg: PlanConfig, max_num_batched_tokens: int) -> int:
     return (cfg.pp + 1) * max_num_batched_tokens
 
 
-def mamba_state_blocks(cfg: PlanConfig, prefix_caching: bool) -> StateBlocks:
+def mamba_state_blocks(cfg: PlanConfig, prefix_caching: bool, gdn_checkpoint: bool = False) -> StateBlocks:
     """State blocks a request holds (MambaSpec.max_memory_usage_bytes / page): mode "none"
-    (prefix caching off) 1; align mode 2 live states, + 1 prefill checkpoint for Mamba2 layers in
-    vLLM 0.32 (MambaMixer2 sets num_prefill_checkpoint_blocks; Mamba1, GDN, lightning, KDA and
-    short-conv layers do not); both + one per speculative token from vLLM 0.15."""
+    (prefix caching off) 1; align mode 2 live states, + 1 prefill checkpoint for Mamba2 layers from
+    vLLM 0.32 (MambaMixer2 sets num_prefill_checkpoint_blocks; Mamba1, lightning, KDA and short-conv
+    layers do not) and for GDN layers where `gdn_checkpoint` (vLLM 0.33, gdn_checkpoints.py); both
+    + one per speculative token from vLLM 0.15."""
     rules = cfg.vllm_rules()
     spec_blocks = cfg.speculative_tokens if rules.speculative_state_blocks else 0
 
     def blocks(spec: StateCacheSpec) -> int:
         if not prefix_caching:
             return 1 + spec_blocks
-        return (3 if rules.mamba2_checkpoint_block and spec.variant == "mamba2" else 2) + spec_blocks
+        checkpoint = (rules.mamba2_checkpoint_block and spec.variant == "mamba2") or (
+            gdn_checkpoint and spec.variant == "gdn")
+        return (3 if checkpoint else 2) + spec_blocks
     return blocks
 
 
@@ -77,12 +83,14 @@ def layout_prefix_caching(name: str, model: ModelSpec, cfg: PlanConfig) -> bool:
 
 
 def align_attention_block(attn_bytes_per_token: int, mamba_page: int, block_size: int,
-                          is_mla: bool, kernel_block: int = _MIN_KERNEL_BLOCK) -> int:
+                          is_mla: bool, kernel_block: int = _MIN_KERNEL_BLOCK, checkpoint_alignment: int = 1) -> int:
     """Attention block size raised so one attention page covers one Mamba state (>= block_size),
-    in steps of the backend's smallest kernel block `kernel_block` (CPU_ATTN: 32)."""
+    in steps of the backend's smallest kernel block `kernel_block` (CPU_ATTN: 32), and of the
+    recurrent layers' prefill checkpoint alignment in align mode (vLLM 0.33's GDN: 64)."""
     k = max(kernel_block, block_size)
     if is_mla:
         k = max(k, _MLA_MIN_BLOCK)
+    k = lcm(k, checkpoint_alignment)
     aligned = k * cdiv(mamba_page, k * attn_bytes_per_token)
     aligned = cdiv(aligned, kernel_block) * kernel_block
     return max(block_size, aligned)
@@ -111,6 +119,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
             "cache (DeepSeek-V4, dots3) to full attention (replace_as SlidingWindowMLASpec -> MLAAttentionSpec: "
             "unexpected keyword 'bounded_replay'); use the hybrid manager", fields=("layout",))
     prefix_caching = _prefix_caching(cfg, kinds)
+    gdn_alignment = gdn_checkpoint_alignment(model, cfg, prefix_caching)
     if has_state and prefix_caching and rules.mamba_all_mode_default and model.family in MAMBA_ALL_MODE_FAMILIES:
         raise LayoutUnavailableError(
             f"vLLM {rules.name} keeps a {model.family} state per block under prefix caching (mamba_cache_mode "
@@ -140,7 +149,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
             first = attn_specs[0]
             attn_tok = first.bytes_per_token
             block_size = align_attention_block(attn_tok, mamba_page, block_size, first.is_mla,
-                                               plan_block_size(model, cfg).kernel_alignment)
+                                               plan_block_size(model, cfg).kernel_alignment, gdn_alignment or 1)
             if block_size != cfg.block_size:
                 notes.append(f"Setting attention block size to {block_size} tokens to ensure that "
                              f"attention page size is >= mamba page size.")
@@ -161,7 +170,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
 
     groups = _group(layers, notes, rules)
     pool = size_pool(0, "shared", groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)
-    kv_groups = to_kv_groups(groups, 0, mamba_state_blocks(cfg, prefix_caching))
+    kv_groups = to_kv_groups(groups, 0, mamba_state_blocks(cfg, prefix_caching, gdn_alignment is not None))
     return Layout(name, tuple(kv_groups), (pool,) if kv_groups else (), max_len,
                   in_flight_tokens(cfg, budget.max_num_batched_tokens), budget.available_bytes,
                   tuple(notes), pp_size=cfg.pp)
