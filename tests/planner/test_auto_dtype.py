@@ -20,7 +20,6 @@ Figures by hand for a Llama-shaped float32 config: 32 layers, hidden 4096, 32 qu
 from __future__ import annotations
 
 import pytest
-
 from hkv.model_specs.cache_spec import AttentionCacheSpec
 from hkv.model_specs.from_hf_config import from_hf_config
 from hkv.planner.auto_dtype import auto_downcast_dtype
