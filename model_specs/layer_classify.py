@@ -57,6 +57,9 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "dots3_note_text": rules.listed_layer_types,
     "deepseek_v4": compressed_layer_types,  # window + compressed states per layer: compressed_attention.py
     "inkling_text": inkling_layer_types,  # attention per layer; its conv states: inkling_layers.py
+    # MiniMax-M3 (vLLM's text backbone, its VL wrapper's text_config, transformers' VL text model):
+    # sparse layers refused, naming their index-key cache (layer_rules.minimax_m3_layers)
+    **{family: rules.minimax_m3_layers for family in ("minimax_m3_text", "minimax_m3_vl_text")},
     # Classic dense / MoE families with their own key names (config_aliases.py): full attention
     # on every layer; LongCat-Flash's num_hidden_layers counts both MLA attentions of each block.
     **{family: rules.all_full for family in ("gpt2", "gptj", "gpt_bigcode", "bloom", "falcon", "opt", "dbrx",

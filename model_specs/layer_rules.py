@@ -176,6 +176,49 @@ def qwen4_exp_layers(view: ConfigView, n: int) -> LayerTypeList:
         "full_attention" if name == "indexed_attention" else name for name in explicit.names))
 
 
+# MiniMax-M3: vLLM 0.32 / 0.33's MiniMaxM3TextConfig default when the config has no
+# sparse_attention_config (the MiniMax-M3-preview layout: 3 dense-attention layers, then 57 sparse).
+_M3_DEFAULT_DENSE_LAYERS = 3
+_M3_INDEX_KEY_BYTES = 2  # MiniMaxM3IndexerCache: indexer_kv_dtype "bf16" by default
+_M3_BLOCK_LEN = 128  # MINIMAX_M3_SPARSE / _INDEXER get_supported_kernel_block_sizes
+
+
+def _minimax_m3_sparse_layers(view: ConfigView, names: tuple[str, ...] | None, n: int) -> list[int]:
+    """Layers that run MiniMax-M3's block-sparse attention: transformers' "minimax_m3_sparse" layer
+    type, else vLLM's sparse_attention_config.sparse_attention_freq (nonzero entries; vLLM's config
+    class supplies the preview's default when the key is absent)."""
+    listed = set() if names is None else {i for i, name in enumerate(names) if name == "minimax_m3_sparse"}
+    if view.has("sparse_attention_config"):
+        freq = (view.get("sparse_attention_config") or {}).get("sparse_attention_freq")
+        if freq is not None and not isinstance(freq, list):
+            raise InvalidConfigError(f"sparse_attention_config.sparse_attention_freq must be a list of 0/1 per "
+                                     f"layer, got {freq!r}")
+        configured = set() if freq is None else {i for i, f in enumerate(freq[:n]) if f != 0}
+    else:
+        configured = set() if names is not None else set(range(_M3_DEFAULT_DENSE_LAYERS, n))
+    return sorted(listed | configured)
+
+
+def minimax_m3_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """MiniMax-M3: full attention on every layer, but vLLM runs its sparse layers on MiniMax's own
+    block-sparse backend, which keeps beside the GQA K/V an index-key cache (vLLM 0.32
+    models/minimax_m3/common/indexer.py, MiniMaxM3IndexerCache: an MLAAttentionSpec of one head of
+    the index dim, bf16, SparseCacheRole.INDEXER) on 128-token blocks. That is not DeepSeek Sparse
+    Attention's fp8 indexer beside an MLA latent (indexer_cache.py), the one indexer hkv models, so a
+    config with sparse layers is refused naming the cache; one without plans as full attention."""
+    explicit = explicit_layer_types(view, n)
+    sparse = _minimax_m3_sparse_layers(view, None if explicit is None else explicit.names, n)
+    if sparse:
+        sparse_cfg = view.get("sparse_attention_config") or {}
+        dim = int(sparse_cfg.get("sparse_index_dim") or view.value("index_head_dim", 128))
+        raise InvalidConfigError(
+            f"model_type {view.family!r}: {len(sparse)} of {n} layers (first: {sparse[0]}) run MiniMax-M3 sparse "
+            f"attention, which vLLM caches as GQA K/V plus an index-key cache (MiniMaxM3IndexerCache: 1 x {dim} "
+            f"bf16 = {dim * _M3_INDEX_KEY_BYTES} B per token per layer, {_M3_BLOCK_LEN}-token blocks); hkv models "
+            "only DeepSeek Sparse Attention's fp8 indexer beside MLA, not this cache, so it cannot plan this model")
+    return explicit or _every(lambda i: "full_attention", "model_type", n)
+
+
 def minimax_attn_type_list(view: ConfigView, n: int) -> LayerTypeList:
     """MiniMax: attn_type_list 1 = softmax (full) attention, 0 = lightning (linear) attention."""
     explicit = explicit_layer_types(view, n)
