@@ -20,6 +20,10 @@ _get_packed_kv_cache_groups), which this module follows step by step:
    available // bytes_per_block, where bytes_per_block is the widest group's page sum (no block
    stride alignment is set on these specs, so nothing rounds it): pool_sizing.size_pool's rule.
 
+vLLM 0.33 moved this code to v1/core/kv_cache_planning.py unchanged (_get_packed_kv_cache_groups,
+_get_kv_cache_bytes_per_block), and its DeepSeek-V4 cache modules keep 0.32's specs (the packed block
+stride alignment it adds is passed by DeepSeek-V4.1 only); checked by reading, the oracle runs 0.32.
+
 A request holds cdiv(L, block) blocks in the full group (whatever the ratio: a block of 256 tokens
 holds 64 states at 4:1, 2 at 128:1) and cdiv(min(W - 1 + T, L), block) + 1 in each sliding group, so
 concurrency = num_blocks / their sum and vLLM's "GPU KV cache size" = int(concurrency x L).

@@ -115,8 +115,8 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
         raise LayoutUnavailableError("vLLM requires the hybrid KV cache manager for recurrent layers")
     if not hybrid and has_sliding_mla_window(model):
         raise LayoutUnavailableError(
-            "vLLM 0.32 fails at start-up without the hybrid KV cache manager when it promotes a sliding-window MLA "
-            "cache (DeepSeek-V4, dots3) to full attention (replace_as SlidingWindowMLASpec -> MLAAttentionSpec: "
+            "vLLM 0.32/0.33 fail at start-up without the hybrid KV cache manager when they promote a sliding-window "
+            "MLA cache (DeepSeek-V4, dots3) to full attention (replace_as SlidingWindowMLASpec -> MLAAttentionSpec: "
             "unexpected keyword 'bounded_replay'); use the hybrid manager", fields=("layout",))
     prefix_caching = _prefix_caching(cfg, kinds)
     gdn_alignment = gdn_checkpoint_alignment(model, cfg, prefix_caching)
