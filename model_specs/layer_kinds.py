@@ -38,6 +38,8 @@ _NAME_TO_KINDS: dict[str, tuple[LayerKind, ...]] = {
     "hybrid": (LayerKind.FULL, LayerKind.RECURRENT),  # attention first: vLLM registers it first
     # DSA: MLA plus the indexer's key cache (the MLA layer registers first in vLLM).
     "indexed_attention": (LayerKind.FULL, LayerKind.INDEXER),
+    # The same layer as GLM-5.2's released config.json names it (transformers 5.11's spelling).
+    "deepseek_sparse_attention": (LayerKind.FULL, LayerKind.INDEXER),
     # DeepSeek-V4 (compressed_attention.py): a sliding window beside compressed full-lifetime states.
     "compressed_attention": (LayerKind.SLIDING, LayerKind.FULL),
     "mlp": (),

@@ -357,6 +357,9 @@ def _zero_based(one_based: object, attribute: str, n: int) -> int:
     return one_based - 1
 
 
+_DSA_LAYER_NAMES = frozenset({"indexed_attention", "deepseek_sparse_attention"})  # older configs: the latter
+
+
 def dsa_layers(view: ConfigView, n: int) -> LayerTypeList:
     """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5, Hunyuan-V4): every layer "indexed_attention"
     (MLA + an indexer key cache, the config classes' default), except the layers that reuse another
@@ -364,7 +367,7 @@ def dsa_layers(view: ConfigView, n: int) -> LayerTypeList:
     names = (explicit_layer_types(view, n) or _every(lambda i: "indexed_attention", "model_type", n))
     shared = indexer_sharing_layers(view, n)
     return LayerTypeList(names.attribute, tuple(
-        "full_attention" if name == "indexed_attention" and i in shared else name
+        "full_attention" if name in _DSA_LAYER_NAMES and i in shared else name
         for i, name in enumerate(names.names)))
 
 

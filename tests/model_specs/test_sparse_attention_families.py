@@ -85,6 +85,17 @@ def test_glm52_catalog_entry_has_21_indexers() -> None:
     assert sum(s.role is CacheRole.INDEXER for _, s in specs) == 21
 
 
+def test_glm52_released_config_names_its_layers_deepseek_sparse_attention() -> None:
+    """nvidia/GLM-5.2-NVFP4's config.json (transformers 5.11) spells the layer type
+    "deepseek_sparse_attention": the same DSA layer, 78 latents and the 21 indexers above."""
+    path = Path(__file__).resolve().parents[1] / "data" / "vllm_startups" / "configs" / "nvidia-glm-5.2-nvfp4.json"
+    config = json.loads(path.read_text())
+    assert set(config["layer_types"]) == {"deepseek_sparse_attention"}
+    specs = _specs(config)
+    assert sum(s.role is CacheRole.KV for _, s in specs) == 78
+    assert sum(s.role is CacheRole.INDEXER for _, s in specs) == 21
+
+
 def test_hunyuan_v4_reads_indexer_types() -> None:
     config = json.loads((FAMILY_CONFIGS / "hy_v4" / "config.json").read_text()) if (
         FAMILY_CONFIGS / "hy_v4" / "config.json").exists() else None
