@@ -180,3 +180,9 @@ def compressed_cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...]
                             model_dtype: int) -> tuple[CacheLayer, ...]:
     """Every cache of a DeepSeek-V4 config, in vLLM's registration order (fp8_ds_mla)."""
     return tuple(cache for i, ratio in enumerate(compress_ratios(view)) for cache in layer_caches(i, ratio, view))
+
+
+def compressed_draft_layers(view: ConfigView, num_layers: int, count: int) -> tuple[CacheLayer, ...]:
+    """The MTP layers' caches: vLLM builds them as DeepseekV4 decoder layers past num_hidden_layers,
+    whose compression ratio is 1 (attention.py:233-235), so each caches its sliding window only."""
+    return tuple(cache for i in range(count) for cache in layer_caches(num_layers + i, 1, view))

@@ -17,7 +17,7 @@ from hkv.model_specs.draft_layers import full_attention_drafts
 from hkv.model_specs.dtypes import DEFAULT_DTYPE_BYTES, dtype_bytes
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.family_defaults import QUIET_DEFAULT_KEYS, defaults_for, family_of
-from hkv.model_specs.compressed_attention import compressed_cache_layers
+from hkv.model_specs.compressed_attention import compressed_cache_layers, compressed_draft_layers
 from hkv.model_specs.inkling_layers import inkling_cache_layers
 from hkv.model_specs.indexer_cache import indexer_desc
 from hkv.model_specs.kv_sharing import kv_share_targets
@@ -25,7 +25,7 @@ from hkv.model_specs.layer_classify import classify_layers
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer, RecurrentDesc
 from hkv.model_specs.layer_kinds import SSM_ONLY_FAMILIES, LayerKind
 from hkv.model_specs.model_spec import ModelSpec
-from hkv.model_specs.padded_latent_layers import padded_latent_layers
+from hkv.model_specs.padded_latent_layers import padded_latent_draft_layers, padded_latent_layers
 from hkv.model_specs.param_count import count_params
 from hkv.model_specs.param_breakdown import ParamBreakdown
 from hkv.model_specs.param_breakdown_build import build_breakdown
@@ -124,6 +124,8 @@ def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_laye
     registers them with the target's layers); () when the config has none or the model has no
     full-attention layer to copy."""
     num_mtp = next((view.int_value(k) for k in MTP_LAYER_KEYS if view.get(k)), 0)
+    if view.family in FAMILY_DRAFT_LAYERS and num_mtp:
+        return FAMILY_DRAFT_LAYERS[view.family](view, num_layers, num_mtp)
     try:
         return full_attention_drafts(layers, num_layers, num_mtp)
     except InvalidConfigError:
@@ -133,6 +135,9 @@ def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_laye
 # Families whose layers cache more than their attention and mixer (Inkling: a conv state per layer).
 FAMILY_CACHE_LAYERS = {"inkling_text": inkling_cache_layers, "deepseek_v4": compressed_cache_layers,
                        "dots3_note": padded_latent_layers, "dots3_note_text": padded_latent_layers}
+# Families whose MTP layers are not copies of their first full-attention layer.
+FAMILY_DRAFT_LAYERS = {"deepseek_v4": compressed_draft_layers, "dots3_note": padded_latent_draft_layers,
+                       "dots3_note_text": padded_latent_draft_layers}
 
 
 def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],

@@ -111,3 +111,17 @@ def test_block_size_is_the_indexer_backends_256() -> None:
 ])
 def test_approximate_gcd_by_hand(values: list[int], floor: int, expected: int) -> None:
     assert approximate_gcd(values, floor) == expected
+
+
+def test_mtp_layer_caches_its_window_only() -> None:
+    """Under speculative decoding vLLM registers the MTP layer (index 43, compression ratio 1 past
+    num_hidden_layers) with its window cache only: 44 windows, repeats over [44, 21, 20] from 21 ->
+    22 (0 + 1 + 2), so 22 + 22 windows; the block (the full group, 1,002,240 B) and the blocks a
+    request holds do not change."""
+    model = load_model_spec("deepseek-v4-flash")
+    assert [layer.name for layer in model.draft_layers] == ["layers.43.swa_cache"]
+    layout, _ = _layout(model, speculative_tokens=2, vllm_version="0.32.0")
+    assert [g.num_layers for g in layout.groups] == [22, 22, 62, 42, 20]
+    assert layout.groups[1].layer_names[-1] == "layers.43.swa_cache"
+    assert (layout.pools[0].bytes_per_block, layout.pools[0].num_blocks) == (1_002_240, 19_980)
+    assert layout.kv_cache_tokens(200_000) == 535_369

@@ -61,3 +61,9 @@ def test_checkpoint_keys_win() -> None:
     model = from_hf_config(config, "dots3")
     spec = next(layer for layer in model.cache_layers if layer.name == "layers.2.attn").cache_spec(CacheOptions())
     assert (spec.window_len, spec.page_size_bytes(64)) == (1024, 576 * 2 * 64)
+
+
+def test_mtp_layers_are_left_out_with_a_note() -> None:
+    model = from_hf_config({**CONFIG, "num_nextn_predict_layers": 1}, "dots3")
+    assert model.draft_layers == ()
+    assert "MTP layer(s) are not planned" in model.note
