@@ -79,7 +79,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         num_params=num_params,
         weights_bytes_exact=weights_bytes_exact,
         param_breakdown=breakdown,
-        quantization_config=quant if isinstance(quant := merged.get("quantization_config"), Mapping) else None,
+        quantization_config=_quantization_config(merged),
         quantized_weights_bytes=quantized_weights_bytes(merged, num_params, model_dtype),
         verified=config.get("_verified") is not False,
         note="; ".join(view.notes),
@@ -90,6 +90,17 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         vision_tower=vision_tower_of(config),
         num_experts_per_tok=moe_shape[0], moe_intermediate_size=moe_shape[1],
     )
+
+
+def _quantization_config(merged: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The config's quantization_config, with DeepSeek-V4's top-level `expert_dtype` (the routed
+    experts' format, fp4 or fp8) folded in where the quantization_config does not carry it itself."""
+    quant = merged.get("quantization_config")
+    if not isinstance(quant, Mapping):
+        return None
+    if "expert_dtype" in merged and "expert_dtype" not in quant:
+        return {**quant, "expert_dtype": merged["expert_dtype"]}
+    return quant
 
 
 def _moe_shape(view: ConfigView) -> tuple[int, int]:

@@ -56,7 +56,7 @@ def weights_term(model: ModelSpec, cfg: PlanConfig) -> BudgetTerm:
     if cfg.weights_bytes is not None:
         return BudgetTerm.exact("weights", cfg.weights_bytes, "given", "weights per rank given by hand")
     weight_dtype = cfg.weight_dtype_bytes(model.dtype_bytes)
-    fmt = quant_format(model.quantization_config, cfg.quantization)
+    fmt = quant_format(model.quantization_config, cfg.quantization, model.model_type)
     if model.param_breakdown is None or fmt is None:
         return _fallback(model, cfg, weight_dtype, fmt is None)
     present = model.param_breakdown.parts_present()

@@ -50,16 +50,21 @@ def nvfp4_bytes(in_features: int, out_features: int, ctx: QuantContext, group: i
 
 
 def fp8_bytes(
-    in_features: int, out_features: int, strategy: str, block: tuple[int, int] | None = None
+    in_features: int,
+    out_features: int,
+    strategy: str,
+    block: tuple[int, int] | None = None,
+    scale_bytes: int = FP32,
 ) -> int:
-    """One FP8 matrix: a byte per value + fp32 scales by strategy (channel, tensor, block)."""
+    """One FP8 matrix: a byte per value + scales by strategy (channel, tensor, block), fp32 unless
+    `scale_bytes` says otherwise (DeepSeek-V4's ue8m0 block scales: 1)."""
     if strategy == "channel":
         scales = out_features
     elif strategy == "block" and block is not None:
         scales = ceil(out_features / block[0]) * ceil(in_features / block[1])
     else:
         scales = 1
-    return in_features * out_features + scales * FP32
+    return in_features * out_features + scales * scale_bytes
 
 
 @dataclass(frozen=True)

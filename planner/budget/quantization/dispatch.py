@@ -1,5 +1,6 @@
-"""Which quantization format a model loads with: the checkpoint's quant_method, else vLLM's
-`--quantization` override (fp8: online per-tensor FP8; bitsandbytes: in-flight nf4)."""
+"""Which quantization format a model loads with: the checkpoint's quant_method (or the method vLLM
+substitutes for it on that model type), else vLLM's `--quantization` override (fp8: online
+per-tensor FP8; bitsandbytes: in-flight nf4)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hkv.planner.budget.quantization.awq import Awq
 from hkv.planner.budget.quantization.base import QuantFormat, Unquantized
 from hkv.planner.budget.quantization.bitsandbytes import IN_FLIGHT_BNB, BitsAndBytes
 from hkv.planner.budget.quantization.compressed_tensors import CompressedTensors
+from hkv.planner.budget.quantization.deepseek_v4_fp8 import DeepseekV4Fp8
 from hkv.planner.budget.quantization.fp8 import ONLINE_FP8, Fp8
 from hkv.planner.budget.quantization.gptq import Gptq
 from hkv.planner.budget.quantization.modelopt import ModelOpt
@@ -30,21 +32,27 @@ FORMATS: dict[str, Callable[[Mapping[str, Any]], QuantFormat]] = {
     "modelopt_mixed": ModelOpt.from_config,
     "mxfp4": Mxfp4.from_config,
     "fp8": Fp8.from_config,
+    "deepseek_v4_fp8": DeepseekV4Fp8.from_config,
     "auto-round": AutoRound.from_config,
     "auto_round": AutoRound.from_config,
     "intel/auto-round": AutoRound.from_config,
     "inc": AutoRound.from_config,
     "bitsandbytes": BitsAndBytes.from_config,
 }
+# (model_type, quant_method) -> the method a vLLM config's override_quantization_method picks instead
+MODEL_METHODS: dict[tuple[str, str], str] = {("deepseek_v4", "fp8"): "deepseek_v4_fp8"}
 # --quantization on a checkpoint with no quantization_config: methods vLLM applies at load.
 ONLINE: dict[str, QuantFormat] = {"fp8": ONLINE_FP8, "bitsandbytes": IN_FLIGHT_BNB}
 
 
-def quant_format(quantization_config: Mapping[str, Any] | None, override: str | None) -> QuantFormat | None:
+def quant_format(
+    quantization_config: Mapping[str, Any] | None, override: str | None, model_type: str = ""
+) -> QuantFormat | None:
     """The format of the weights as loaded: Unquantized for a plain checkpoint, None for a
     quant_method hkv does not model (the caller falls back to parameter counts, with a wide band)."""
     if quantization_config is not None and quantization_config.get("quant_method"):
-        parse = FORMATS.get(str(quantization_config["quant_method"]).lower())
+        method = str(quantization_config["quant_method"]).lower()
+        parse = FORMATS.get(MODEL_METHODS.get((model_type, method), method))
         return None if parse is None else parse(quantization_config)
     if override is None:
         return Unquantized()

@@ -25,6 +25,7 @@ class Fp8:
     static_input: bool = False
     skip: tuple[str, ...] = ()
     method: str = "fp8"
+    scale_bytes: int = FP32  # per weight scale; DeepSeek-V4 with fp4 experts keeps e8m0 (1 byte)
 
     @classmethod
     def from_config(cls, q: Mapping[str, Any]) -> Fp8:
@@ -42,7 +43,7 @@ class Fp8:
         if stays_dense(weight) or substring_match(weight.module, self.skip):
             return dense_linear_bytes(weight, in_features, out_features, ctx)
         strategy = "block" if self.block else "tensor"
-        per_matrix = fp8_bytes(in_features, out_features, strategy, self.block) + (
+        per_matrix = fp8_bytes(in_features, out_features, strategy, self.block, self.scale_bytes) + (
             FP32 if self.static_input else 0
         )
         return weight.count * per_matrix + bias_bytes(weight, out_features, ctx)

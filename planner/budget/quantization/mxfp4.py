@@ -27,6 +27,7 @@ from hkv.planner.budget.quantization.base import QuantContext, dense_linear_byte
 
 BLOCK = 32
 FP32 = 4
+EXPERT_ROLES = ("experts_w13", "experts_w2")
 
 
 def _up(x: int, multiple: int) -> int:
@@ -89,9 +90,14 @@ class Mxfp4:
     def linear_bytes(
         self, weight: LinearWeight, in_features: int, out_features: int, ctx: QuantContext
     ) -> int:
-        if weight.role not in ("experts_w13", "experts_w2"):
+        if weight.role not in EXPERT_ROLES:
             return dense_linear_bytes(weight, in_features, out_features, ctx)
-        backend = backend_for(ctx.compute_capability)
+        return self.expert_bytes(weight, in_features, out_features, ctx, backend_for(ctx.compute_capability))
+
+    def expert_bytes(
+        self, weight: LinearWeight, in_features: int, out_features: int, ctx: QuantContext, backend: Backend
+    ) -> int:
+        """One layer's MXFP4 expert stack (w13 or w2) on one rank, as `backend` pads and lays it out."""
         k, n = self.padded_shape(weight, in_features, out_features, backend)
         values = _up(k, backend.value_in_multiple) * _up(n, backend.value_out_multiple) // 2
         scales = _up(ceil(k / BLOCK), 2 if backend.scale_out_multiple > 1 else 1) * _up(
