@@ -182,6 +182,7 @@ def test_engine_capacity_equals_hkv_cli(case: EngineCase, engine_runs) -> None:
            "--available-kv-memory", str(a["available_kv_memory_bytes"]),
            "--block-size", str(a["block_size"]), "--max-model-len", str(a["max_model_len"]),
            "--max-num-batched-tokens", str(a["max_num_batched_tokens"]), "--vllm-version", "0.32.0",
+           "--dtype", "float32",  # the engine's dtype; auto on the CLI's default GPU (h100) would be bf16
            "--format", "json"]
     if not a["enable_prefix_caching"]:
         cmd.append("--no-prefix-caching")
