@@ -19,6 +19,7 @@ from hkv.model_specs.attention_dims import model_head_dim, num_kv_heads, num_que
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.param_breakdown import EMBED_LAYER, HEAD_LAYER, DenseWeight, LinearWeight, ParamBreakdown, Part
 from hkv.model_specs.param_breakdown_blocks import Weights
+from hkv.model_specs.param_breakdown_deepseek_v4 import deepseek_v4_layer, deepseek_v4_mtp, deepseek_v4_rotary
 from hkv.model_specs.param_breakdown_towers import tower_weights
 from hkv.model_specs.param_count_common import Kinds, is_attention, is_tied, qwen_sparse_layers
 
@@ -211,6 +212,7 @@ LAYER_BUILDERS: dict[str, LayerBuilder] = {
     "qwen3_next": _qwen3_next,
     "qwen3_5_text": _qwen3_next,
     "qwen3_5_moe_text": _qwen3_next,
+    "deepseek_v4": deepseek_v4_layer,
 }
 
 
@@ -311,6 +313,11 @@ def _rotary_buffer(view: ConfigView) -> tuple[DenseWeight, ...]:
     return tuple(out)
 
 
+# Families whose MTP block or rotary caches are their own (default: _mtp, _rotary_buffer).
+MTP_BUILDERS: dict[str, Callable[[ConfigView, Kinds, LayerBuilder], Weights]] = {"deepseek_v4": deepseek_v4_mtp}
+ROTARY_BUILDERS: dict[str, Callable[[ConfigView], tuple[DenseWeight, ...]]] = {"deepseek_v4": deepseek_v4_rotary}
+
+
 def build_breakdown(
     view: ConfigView, kinds: Kinds, config: Mapping[str, Any], num_params: int, architectures: tuple[str, ...]
 ) -> ParamBreakdown:
@@ -323,12 +330,12 @@ def build_breakdown(
         weights = _embeddings(view, prefix)
         for i in range(len(kinds)):
             weights += builder(view, kinds, i, f"{prefix}{i}.")
-        weights += _mtp(view, kinds, builder)
+        weights += MTP_BUILDERS.get(view.family, _mtp)(view, kinds, builder)
     weights += tower_weights(config, view.int_value("hidden_size"))
     return ParamBreakdown(
         linears=tuple(w for w in weights if isinstance(w, LinearWeight)),
         dense=tuple(w for w in weights if isinstance(w, DenseWeight) and w.numel),
-        buffers=_rotary_buffer(view),
+        buffers=ROTARY_BUILDERS.get(view.family, _rotary_buffer)(view),
         num_layers=len(kinds),
         exact=builder is not None,
     )
