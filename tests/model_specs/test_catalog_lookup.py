@@ -25,9 +25,18 @@ def test_lookup(query: str, expected: str) -> None:
     assert find_catalog_entry(query).name == expected
 
 
-def test_catalog_ships_all_29_reference_configs() -> None:
-    assert len(catalog_names()) == 34
-    assert len(list(CATALOG_DIR.glob("*.json"))) == 34
+# The 34 configs shipped before issue 25, then its 12: DeepSeek-V3.2, GLM-5, GLM-5.2, DeepSeek-V4-Flash
+# (sparse / compressed attention), MiniCPM3-4B, Sarvam-105B, A.X K1, OLMo-hybrid-7B (latent attention,
+# gated delta-net), Falcon-40B-Instruct, DBRX-Instruct, StarCoder, StarCoder2-15B (classic dense).
+ISSUE_25_ENTRIES = {"deepseek-v3.2", "glm-5", "glm-5.2", "deepseek-v4-flash", "minicpm3-4b", "sarvam-105b",
+                    "a.x-k1", "olmo-hybrid-7b", "falcon-40b-instruct", "dbrx-instruct", "starcoder",
+                    "starcoder2-15b"}
+
+
+def test_catalog_ships_every_config() -> None:
+    assert ISSUE_25_ENTRIES <= set(catalog_names())
+    assert len(catalog_names()) == 34 + len(ISSUE_25_ENTRIES)
+    assert len(list(CATALOG_DIR.glob("*.json"))) == 34 + len(ISSUE_25_ENTRIES)
     assert all(e.model_id for e in catalog_entries())
 
 
@@ -40,7 +49,7 @@ def test_unknown_name_lists_close_matches() -> None:
 
 
 def test_far_miss_lists_known_names() -> None:
-    with pytest.raises(SpecNotFoundError, match="known names: bamba-9b"):
+    with pytest.raises(SpecNotFoundError, match="known names: a.x-k1, bamba-9b"):
         find_catalog_entry("zzzz")
 
 
