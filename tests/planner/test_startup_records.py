@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.plan_config import PlanConfig
@@ -22,12 +21,6 @@ SOURCE_COUNT = 53  # records in shared/data/vllm_memory_logs/records.jsonl
 USABLE = [r for r in RECORDS if r["usable"]]
 # Configs whose model_type / layer kinds hkv cannot read yet: the records stay in the data set
 # (their inputs are complete) and these cases flip to passing once hkv learns the family.
-HKV_BLOCKED = {
-    "r009_glm52_nvfp4_tp4ep_v026": "glm_moe_dsa: layer kind 'deepseek_sparse_attention' unknown to hkv",
-    "r017_dsv4_flash_2xspark_tp2_v021": "deepseek_v4 has no layer rule in hkv",
-}
-
-
 def test_one_entry_per_source_record_with_its_decision():
     assert len(RECORDS) == SOURCE_COUNT
     assert len({r["record_id"] for r in RECORDS}) == SOURCE_COUNT
@@ -63,11 +56,8 @@ def test_plan_inputs_parse(rec):
         assert cfg.gpu_memory_bytes, rec["record_id"]
 
 
-@pytest.mark.parametrize(
-    "rec",
-    [pytest.param(r, marks=pytest.mark.xfail(raises=InvalidConfigError, strict=True, reason=HKV_BLOCKED[r["record_id"]]))
-     if r["record_id"] in HKV_BLOCKED else r for r in USABLE],
-    ids=[r["record_id"] for r in USABLE])
+@pytest.mark.parametrize("rec", USABLE, ids=[r["record_id"] for r in USABLE])
 def test_model_config_parses(rec):
+    # Every usable record's config parses, GLM-5.2 (DSA) and DeepSeek-V4-Flash included since issue 25.
     spec = load_model_spec(str(DATA_DIR / rec["model"]))
     assert spec.num_params > 0
