@@ -13,14 +13,13 @@ from __future__ import annotations
 import warnings
 
 import pytest
-
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
 
 transformers = pytest.importorskip("transformers")
-from transformers import AutoConfig  # noqa: E402
-from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
+from transformers import AutoConfig
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
 PLANS = "plans"
 NO_DEFAULT_CONFIG = "transformers cannot build its default config"

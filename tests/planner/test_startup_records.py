@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.plan_config import PlanConfig
