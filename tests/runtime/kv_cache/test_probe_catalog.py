@@ -124,7 +124,7 @@ def _with_pool_blocks(layout: Layout, num_blocks: dict[int, int]) -> Layout:
 def _catalog_layouts(name: str) -> list[tuple[str, Layout]]:
     model = load_model_spec(name)
     return [(f"{layout_name}@{max_len}", report.layout)
-            for max_len in (8192, None)
+            for max_len in (min(8192, model.max_model_len), None)  # Falcon-40B: 2,048 positions
             for layout_name, report in plan(model, PlanConfig(available_kv_memory_bytes=8 * GIB,
                                                               max_model_len=max_len)).reports.items()]
 
