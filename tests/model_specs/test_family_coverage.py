@@ -3,7 +3,7 @@ refuses it with the reason this table states. A transformers release that adds a
 `test_the_table_covers_every_family` until the table says what hkv does with it.
 
 `served` is whether vLLM 0.32's model registry lists the family's architecture class (read from
-vLLM's own registry, `_TEXT_GENERATION_MODELS` and `_MULTIMODAL_MODELS`, in .venv-vllm). Every
+vLLM's own registry, `_VLLM_MODELS` and `_TRANSFORMERS_BACKEND_MODELS`, in .venv-vllm). Every
 served family plans, except lfm2_moe: its default config has no `layer_types`, which both its own
 transformers model (TypeError) and vLLM's Lfm2MoeForCausalLM index per layer.
 """
@@ -29,7 +29,7 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     'afmoe': (True, PLANS),
     'apertus': (True, PLANS),
     'apertus1p5_text': (False, PLANS),
-    'arcee': (False, PLANS),
+    'arcee': (True, PLANS),
     'aria_text': (False, PLANS),
     'axk1': (True, PLANS),
     'axk2': (False, 'does not model yet'),
@@ -55,7 +55,7 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     'cohere_compass_text': (False, PLANS),
     'cpmant': (False, "lacks 'intermediate_size'"),
     'ctrl': (False, 'has no rule and its config lacks'),
-    'cwm': (False, PLANS),
+    'cwm': (True, PLANS),
     'data2vec-text': (False, PLANS),
     'dbrx': (True, PLANS),
     'deepseek_v2': (True, PLANS),
@@ -79,7 +79,7 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     'falcon': (True, PLANS),
     'falcon_h1': (True, PLANS),
     'falcon_mamba': (True, PLANS),
-    'flex_olmo': (False, PLANS),
+    'flex_olmo': (True, PLANS),
     'flint': (False, PLANS),
     'fuyu': (False, PLANS),
     'gemma': (True, PLANS),
@@ -95,7 +95,7 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     'gemma4_unified_assistant': (False, PLANS),
     'gemma4_unified_text': (False, PLANS),
     'git': (False, PLANS),
-    'glm': (False, PLANS),
+    'glm': (True, PLANS),
     'glm4': (True, PLANS),
     'glm4_moe': (True, PLANS),
     'glm4_moe_lite': (True, PLANS),
@@ -103,9 +103,9 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     'got_ocr2': (False, PLANS),
     'gpt-sw3': (True, PLANS),
     'gpt2': (True, PLANS),
-    'gpt_bigcode': (False, PLANS),
+    'gpt_bigcode': (True, PLANS),
     'gpt_neo': (False, 'has no rule and its config lacks'),
-    'gpt_neox': (False, PLANS),
+    'gpt_neox': (True, PLANS),
     'gpt_neox_japanese': (False, "lacks 'intermediate_size'"),
     'gpt_oss': (True, PLANS),
     'gptj': (True, PLANS),
@@ -117,8 +117,8 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     'granitemoeshared': (True, PLANS),
     'helium': (False, PLANS),
     'hrm_text': (True, PLANS),
-    'hunyuan_v1_dense': (False, PLANS),
-    'hunyuan_v1_moe': (False, PLANS),
+    'hunyuan_v1_dense': (True, PLANS),
+    'hunyuan_v1_moe': (True, PLANS),
     'hy_v3': (True, PLANS),
     'hy_v4': (True, PLANS),
     'hyperclovax': (True, PLANS),
@@ -127,7 +127,7 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     'inkling_text': (True, PLANS),
     'internlm3': (True, PLANS),
     'iquestcoder': (True, PLANS),
-    'jais2': (False, PLANS),
+    'jais2': (True, PLANS),
     'jamba': (True, PLANS),
     'jetmoe': (False, PLANS),
     'kimi_linear': (True, PLANS),
@@ -146,7 +146,7 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     'marian': (False, 'an encoder-decoder model'),
     'mbart': (False, 'an encoder-decoder model'),
     'megatron-bert': (False, PLANS),
-    'mellum': (False, PLANS),
+    'mellum': (True, PLANS),
     'mimo_v2_flash': (True, PLANS),
     'minicpm3': (True, PLANS),
     'minimax': (False, PLANS),
@@ -167,16 +167,16 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     'nanochat': (False, PLANS),
     'nemotron': (True, PLANS),
     'nemotron_h': (True, PLANS),
-    'olmo': (False, PLANS),
-    'olmo2': (False, PLANS),
-    'olmo3': (False, PLANS),
+    'olmo': (True, PLANS),
+    'olmo2': (True, PLANS),
+    'olmo3': (True, PLANS),
     'olmo_hybrid': (True, PLANS),
     'olmoe': (True, PLANS),
     'openai-gpt': (False, 'has no rule and its config lacks'),
     'opt': (True, PLANS),
     'pegasus': (False, 'an encoder-decoder model'),
     'persimmon': (False, PLANS),
-    'phi': (False, PLANS),
+    'phi': (True, PLANS),
     'phi3': (True, PLANS),
     'phi4_multimodal': (False, PLANS),
     'phimoe': (False, PLANS),
@@ -203,13 +203,13 @@ FAMILIES: dict[str, tuple[bool, str]] = {
     'rwkv': (False, 'has no rule and its config lacks'),
     'sarvam_mla': (True, PLANS),
     'sarvam_moe': (True, PLANS),
-    'seed_oss': (False, PLANS),
-    'smollm3': (False, PLANS),
+    'seed_oss': (True, PLANS),
+    'smollm3': (True, PLANS),
     'solar_open': (False, "lacks 'intermediate_size'"),
     'stablelm': (True, PLANS),
-    'starcoder2': (False, PLANS),
+    'starcoder2': (True, PLANS),
     'trocr': (False, 'has no rule and its config lacks'),
-    'vaultgemma': (False, PLANS),
+    'vaultgemma': (True, PLANS),
     'whisper': (False, 'an encoder-decoder model'),
     'xglm': (False, 'has no rule and its config lacks'),
     'xlm': (False, 'has no rule and its config lacks'),
@@ -237,7 +237,7 @@ def test_the_table_covers_every_family() -> None:
 def test_every_family_vllm_serves_plans_unless_listed() -> None:
     refused = {name for name, (served, outcome) in FAMILIES.items() if served and outcome != PLANS}
     assert refused == set(SERVED_BUT_REFUSED)
-    assert sum(served for served, _ in FAMILIES.values()) == 91
+    assert sum(served for served, _ in FAMILIES.values()) == 109
 
 
 @pytest.mark.parametrize("model_type", sorted(FAMILIES))
