@@ -77,6 +77,8 @@ CASES = {
                                      {0: "kda", 3: FULL, 23: FULL, 26: FULL, 25: "kda"}, None),
     # Gemma-4-31B: layer_types 5 sliding then 1 full, 10 times -> full at 5, 11, ..., 59; window 1024.
     "gemma-4-31b-it": ({"sliding": 50, "full": 10}, {0: SLIDING, 5: FULL, 58: SLIDING, 59: FULL}, 1024),
+    # google/gemma-4-26B-A4B's config.json (text_config.layer_types): 30 layers, every 6th full.
+    "gemma-4-26b-a4b": ({"sliding": 25, "full": 5}, {0: SLIDING, 5: FULL, 28: SLIDING, 29: FULL}, 1024),
     # LFM2-1.2B: full_attn_idxs [2, 5, 8, 10, 12, 14]; the other 10 short conv.
     "lfm2-1.2b": ({"short_conv": 10, "full": 6}, {0: "short_conv", 2: FULL, 14: FULL, 15: "short_conv"}, None),
     # LFM2-8B-A1B: attention at 2, 6, 10, 14, 18, 21; 18 short conv.
