@@ -75,9 +75,15 @@ def _check(doc: dict, name: str) -> dict:
     return next(c for c in doc["checks"] if c["name"] == name)
 
 
+# The tiny models are saved in float32 and the figures above are float32's; `--dtype auto` would
+# run them in bfloat16 (vLLM's _resolve_auto_dtype on the CPU platform, planner/auto_dtype.py),
+# so every run names float32 (verify passes it to the engine too).
+FLOAT32 = ["--dtype", "float32"]
+
+
 def _options(memory: int, max_model_len: int) -> list[str]:
     return ["--available-kv-memory", str(memory), "--max-model-len", str(max_model_len),
-            "--max-num-batched-tokens", "128", "--block-size", "128", "--max-num-seqs", "32"]
+            "--max-num-batched-tokens", "128", "--block-size", "128", "--max-num-seqs", "32", *FLOAT32]
 
 
 # Issue 10, item 4: hkv's planner and hkv's runtime (vLLM-compatible mode) against vLLM 0.32's
@@ -170,7 +176,7 @@ def test_verify_catches_a_wrong_memory_figure(tiny_model, monkeypatch):
 ])
 def test_verify_at_the_default_block_size(tiny_model, kind, max_model_len, memory, num_blocks, block_size):
     options = ["--available-kv-memory", str(memory), "--max-model-len", str(max_model_len),
-               "--max-num-batched-tokens", "128", "--max-num-seqs", "32"]
+               "--max-num-batched-tokens", "128", "--max-num-seqs", "32", *FLOAT32]
     code, doc = _verify(tiny_model(kind), options)
     assert (code, doc["ok"]) == (0, True), json.dumps(doc["checks"], indent=1)
     assert all(c["ok"] is not False for c in doc["checks"])
