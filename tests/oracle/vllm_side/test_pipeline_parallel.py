@@ -18,6 +18,8 @@ from unittest import mock
 
 import pytest
 
+from hkv.model_specs.cache_options import CacheOptions
+from hkv.model_specs.compressed_attention import CompressedCacheSpec
 from hkv.planner.errors import LayoutUnavailableError
 from vllm.config import VllmConfig
 from vllm.distributed.utils import get_pp_indices
@@ -67,9 +69,14 @@ def hkv_pp(name: str, pp: int):
 
 
 def _skip_rejected(name: str) -> None:
-    reason = ob.vllm_rejects(ob.load_model(name))
+    m = ob.load_model(name)
+    reason = ob.vllm_rejects(m)
     if reason:
         pytest.skip(reason)
+    if any(isinstance(layer.cache_spec(CacheOptions()), CompressedCacheSpec) for layer in m.cache_layers):
+        # The bridge has no vLLM spec for sliding MLA / compressed states; test_deepseek_v4_layout.py
+        # and test_dots3_layout.py check these layouts at PP 1 only: PP is not checked for them.
+        pytest.skip("block-outermost packed pages (DeepSeek-V4, dots3): PP not checked by the oracle")
 
 
 @pytest.mark.parametrize("pp", [2, 4])
