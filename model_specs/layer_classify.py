@@ -64,7 +64,11 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     # on every layer; LongCat-Flash's num_hidden_layers counts both MLA attentions of each block.
     **{family: rules.all_full for family in ("gpt2", "gptj", "gpt_bigcode", "bloom", "falcon", "opt", "dbrx",
                                              "mpt", "longcat_flash")},
-    "starcoder2": rules.window_covers_context,  # vLLM applies its one sliding_window to every layer
+    "starcoder2": rules.window_covers_context,
+    # vLLM 0.33 additions (docs/vllm_0_33.md): full + sliding attention per layer_types.
+    "beam": rules.all_sliding,
+    "flint": rules.all_full,  # FlintConfig's default: every layer full
+    **{family: rules.muse_spark_layers for family in ("muse_spark", "muse_spark_text")},  # vLLM applies its one sliding_window to every layer
 }
 
 # Attributes that mean "not plain full attention" for a model_type without a rule.

@@ -55,6 +55,24 @@ def all_mamba(view: ConfigView, n: int) -> LayerTypeList:
     return _every(lambda i: "mamba", "model_type", n)
 
 
+def all_sliding(view: ConfigView, n: int) -> LayerTypeList:
+    """Beam (vLLM 0.33 transformers_utils/configs/beam.py): layer_types, else every layer sliding
+    (BeamConfig's default when layer_types is None)."""
+    return explicit_layer_types(view, n) or _every(lambda i: "sliding_attention", "model_type", n)
+
+
+def muse_spark_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """Muse Spark (vLLM 0.33 models/muse_spark): MuseSparkTextConfig has no defaults and requires one
+    full / sliding layer_types entry per layer. A gated_delta_net.enable config is refused, as vLLM
+    0.33 refuses it (nvidia/model.py l.1774: "not supported by the native vLLM text stack")."""
+    if (view.get("gated_delta_net") or {}).get("enable"):
+        raise InvalidConfigError(
+            f"model_type {view.family!r} sets gated_delta_net.enable: vLLM 0.33 refuses it (MuseSpark1x "
+            "gated_delta_net layers are not supported by the native vLLM text stack), so hkv does not plan it; "
+            "use a config with gated_delta_net.enable false")
+    return listed_layer_types(view, n)
+
+
 def alternating_sliding(view: ConfigView, n: int) -> LayerTypeList:
     """Gemma 2 / gpt-oss: even layers sliding, odd layers full."""
     return explicit_layer_types(view, n) or _every(
@@ -179,8 +197,6 @@ def qwen4_exp_layers(view: ConfigView, n: int) -> LayerTypeList:
 # MiniMax-M3: vLLM 0.32 / 0.33's MiniMaxM3TextConfig default when the config has no
 # sparse_attention_config (the MiniMax-M3-preview layout: 3 dense-attention layers, then 57 sparse).
 _M3_DEFAULT_DENSE_LAYERS = 3
-_M3_INDEX_KEY_BYTES = 2  # MiniMaxM3IndexerCache: indexer_kv_dtype "bf16" by default
-_M3_BLOCK_LEN = 128  # MINIMAX_M3_SPARSE / _INDEXER get_supported_kernel_block_sizes
 
 
 def _minimax_m3_sparse_layers(view: ConfigView, names: tuple[str, ...] | None, n: int) -> list[int]:
@@ -200,23 +216,15 @@ def _minimax_m3_sparse_layers(view: ConfigView, names: tuple[str, ...] | None, n
 
 
 def minimax_m3_layers(view: ConfigView, n: int) -> LayerTypeList:
-    """MiniMax-M3: full attention on every layer, but vLLM runs its sparse layers on MiniMax's own
-    block-sparse backend, which keeps beside the GQA K/V an index-key cache (vLLM 0.32
-    models/minimax_m3/common/indexer.py, MiniMaxM3IndexerCache: an MLAAttentionSpec of one head of
-    the index dim, bf16, SparseCacheRole.INDEXER) on 128-token blocks. That is not DeepSeek Sparse
-    Attention's fp8 indexer beside an MLA latent (indexer_cache.py), the one indexer hkv models, so a
-    config with sparse layers is refused naming the cache; one without plans as full attention."""
+    """MiniMax-M3: GQA attention on every layer; vLLM (0.32 / 0.33 models/minimax_m3/nvidia/model.py,
+    MiniMaxM3DecoderLayer) runs its sparse layers as MiniMaxM3SparseAttention, which caches beside the
+    K/V an index key per token (MiniMaxM3IndexerCache, model_specs/indexer_cache.py): those layers are
+    "minimax_m3_sparse" (transformers' own name for them), the others "full_attention"."""
     explicit = explicit_layer_types(view, n)
-    sparse = _minimax_m3_sparse_layers(view, None if explicit is None else explicit.names, n)
-    if sparse:
-        sparse_cfg = view.get("sparse_attention_config") or {}
-        dim = int(sparse_cfg.get("sparse_index_dim") or view.value("index_head_dim", 128))
-        raise InvalidConfigError(
-            f"model_type {view.family!r}: {len(sparse)} of {n} layers (first: {sparse[0]}) run MiniMax-M3 sparse "
-            f"attention, which vLLM caches as GQA K/V plus an index-key cache (MiniMaxM3IndexerCache: 1 x {dim} "
-            f"bf16 = {dim * _M3_INDEX_KEY_BYTES} B per token per layer, {_M3_BLOCK_LEN}-token blocks); hkv models "
-            "only DeepSeek Sparse Attention's fp8 indexer beside MLA, not this cache, so it cannot plan this model")
-    return explicit or _every(lambda i: "full_attention", "model_type", n)
+    names = explicit.names if explicit is not None else ("full_attention",) * n
+    sparse = set(_minimax_m3_sparse_layers(view, None if explicit is None else explicit.names, n))
+    return LayerTypeList(explicit.attribute if explicit is not None else "sparse_attention_config", tuple(
+        "minimax_m3_sparse" if i in sparse else name for i, name in enumerate(names)))
 
 
 def minimax_attn_type_list(view: ConfigView, n: int) -> LayerTypeList:
