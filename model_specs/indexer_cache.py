@@ -1,4 +1,5 @@
-"""The DeepSeek Sparse Attention (DSA) lightning indexer's key cache.
+"""Sparse-attention index-key caches: the DeepSeek Sparse Attention (DSA) lightning indexer's, and
+MiniMax-M3's (bottom of this file).
 
 DSA models (DeepSeek-V3.2, GLM-5 `glm_moe_dsa`, Hunyuan `hy_v4`) run MLA, and in front of it a
 small "lightning indexer" that scores every cached token and picks the top-k the MLA layer attends
@@ -49,7 +50,12 @@ def indexer_key_bytes(index_head_dim: int) -> int:
 
 
 def indexer_desc(view: ConfigView, layer_idx: int) -> AttentionDesc:
-    """The indexer key cache of layer `layer_idx`: one 'head' of indexer_key_bytes uint8, no V."""
+    """The index-key cache of layer `layer_idx`, as the family's vLLM model builds it."""
+    return _INDEX_DESC_BY_FAMILY.get(view.family, dsa_indexer_desc)(view, layer_idx)
+
+
+def dsa_indexer_desc(view: ConfigView, layer_idx: int) -> AttentionDesc:
+    """The DSA indexer key cache of layer `layer_idx`: one 'head' of indexer_key_bytes uint8, no V."""
     key_bytes = indexer_key_bytes(view.int_value("index_head_dim"))
     return AttentionDesc(layer_idx=layer_idx, kind=CacheKind.FULL, num_kv_heads=1, head_dim=key_bytes,
                          head_dim_v=0, is_mla=True, role=CacheRole.INDEXER,
@@ -84,3 +90,32 @@ def _shared_by_types(types: object, num_layers: int) -> frozenset[int]:
 
 # Families whose layers are DSA: MLA with an indexer in front (vLLM serves all three with the DSA model code).
 DSA_FAMILIES = frozenset({"deepseek_v32", "glm_moe_dsa", "hy_v4"})
+
+# MiniMax-M3's sparse layers: GQA K/V plus an index key per token (vLLM 0.32 / 0.33
+# models/minimax_m3/common/indexer.py, MiniMaxM3IndexerCache.get_kv_cache_spec: MLAAttentionSpec with
+# num_kv_heads=1, head_size=sparse_index_dim, dtype bfloat16, cache_role=SparseCacheRole.INDEXER; the
+# dtype is --attention-config indexer_kv_dtype, whose "auto" resolves to "bf16" in
+# nvidia/model.py MiniMaxM3SparseAttention). No V and no scale: 128 dims x 2 B = 256 B per token.
+MINIMAX_M3_FAMILIES = frozenset({"minimax_m3_text", "minimax_m3_vl_text"})
+MINIMAX_M3_INDEX_KEY_BYTES = 2  # bf16, whatever --kv-cache-dtype says
+MINIMAX_M3_DEFAULT_INDEX_DIM = 128  # MiniMaxM3TextConfig's sparse_index_dim
+
+
+def minimax_m3_index_dim(view: ConfigView) -> int:
+    """sparse_attention_config.sparse_index_dim (vLLM's key), else transformers' index_head_dim."""
+    sparse_cfg = view.get("sparse_attention_config") or {}
+    dim = sparse_cfg.get("sparse_index_dim") or view.value("index_head_dim", MINIMAX_M3_DEFAULT_INDEX_DIM)
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise InvalidConfigError(f"sparse_attention_config.sparse_index_dim must be a positive integer, got {dim!r}")
+    return dim
+
+
+def minimax_m3_index_desc(view: ConfigView, layer_idx: int) -> AttentionDesc:
+    """MiniMax-M3's index-key cache of layer `layer_idx`: one 'head' of sparse_index_dim bf16, no V,
+    replicated across TP ranks like an MLA latent (vLLM's spec has num_kv_heads=1 on every rank)."""
+    return AttentionDesc(layer_idx=layer_idx, kind=CacheKind.FULL, num_kv_heads=1,
+                         head_dim=minimax_m3_index_dim(view), head_dim_v=0, is_mla=True, role=CacheRole.INDEXER,
+                         fixed_dtype_bytes=MINIMAX_M3_INDEX_KEY_BYTES)
+
+
+_INDEX_DESC_BY_FAMILY = {family: minimax_m3_index_desc for family in MINIMAX_M3_FAMILIES}

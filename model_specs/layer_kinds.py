@@ -16,7 +16,7 @@ from enum import Enum
 
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
-from hkv.model_specs.indexer_cache import DSA_FAMILIES
+from hkv.model_specs.indexer_cache import DSA_FAMILIES, MINIMAX_M3_FAMILIES
 
 
 class LayerKind(str, Enum):
@@ -40,6 +40,8 @@ _NAME_TO_KINDS: dict[str, tuple[LayerKind, ...]] = {
     "indexed_attention": (LayerKind.FULL, LayerKind.INDEXER),
     # The same layer as GLM-5.2's released config.json names it (transformers 5.11's spelling).
     "deepseek_sparse_attention": (LayerKind.FULL, LayerKind.INDEXER),
+    # MiniMax-M3's sparse layer: GQA K/V plus an index-key cache; vLLM registers the index cache first.
+    "minimax_m3_sparse": (LayerKind.INDEXER, LayerKind.FULL),
     # DeepSeek-V4 (compressed_attention.py): a sliding window beside compressed full-lifetime states.
     "compressed_attention": (LayerKind.SLIDING, LayerKind.FULL),
     "mlp": (),
@@ -115,11 +117,14 @@ def kinds_from_names(view: ConfigView, types: LayerTypeList) -> tuple[tuple[Laye
                 f"expected one of: {', '.join(_NAME_TO_KINDS)}"
             )
         kinds = _NAME_TO_KINDS[name]
-        if LayerKind.INDEXER in kinds and view.family not in DSA_FAMILIES | PADDED_LATENT_FAMILIES:
+        indexed_families = (MINIMAX_M3_FAMILIES if name == "minimax_m3_sparse"
+                            else DSA_FAMILIES | PADDED_LATENT_FAMILIES)
+        if LayerKind.INDEXER in kinds and view.family not in indexed_families:
             raise InvalidConfigError(
-                f"{types.attribute}[{idx}] = {name!r} (DeepSeek Sparse Attention) in model_type {view.family!r}, "
-                f"whose indexed layers hkv does not model yet; supported: "
-                f"{', '.join(sorted(DSA_FAMILIES | PADDED_LATENT_FAMILIES))}")
+                f"{types.attribute}[{idx}] = {name!r} ("
+                f"{'MiniMax-M3 sparse attention' if name == 'minimax_m3_sparse' else 'DeepSeek Sparse Attention'}) "
+                f"in model_type {view.family!r}, whose indexed layers hkv does not model yet; supported: "
+                f"{', '.join(sorted(indexed_families))}")
         if name == "compressed_attention" and view.family not in COMPRESSED_FAMILIES:
             raise InvalidConfigError(
                 f"{types.attribute}[{idx}] = {name!r} is DeepSeek-V4's compressed attention, which hkv reads "

@@ -41,6 +41,9 @@ from hkv.planner.plan_config import PlanConfig
 from hkv.planner.compressed_attention_layout import (
     DSV4_BACKENDS, DSV4_BLOCK_LEN, dsv4_block_size, has_compressed_cache,
 )
+from hkv.planner.minimax_m3_backend import (
+    MINIMAX_M3_BACKENDS, MINIMAX_M3_KERNEL_BLOCK_LEN, has_minimax_m3_index_cache, minimax_m3_block_size,
+)
 from hkv.planner.sparse_mla_backend import DSA_BACKENDS, DSA_KERNEL_BLOCK_LEN, dsa_block_size, has_indexer_cache
 from hkv.planner.vllm_rules import VllmRules
 
@@ -320,6 +323,12 @@ def plan_block_size(model: ModelSpec, cfg: PlanConfig) -> BlockSizeChoice:
         why = ("given; " if cfg.block_size else "") + DSV4_BACKENDS
         return BlockSizeChoice(size, DSV4_BLOCK_LEN, DSV4_BACKENDS, cuda_target(capability) if capability is not None else "any device",
                                cfg.block_size is not None, DSV4_BLOCK_LEN, why)
+    if has_minimax_m3_index_cache(model):  # MiniMax-M3's sparse layers: its backends' one kernel block
+        size = minimax_m3_block_size(cfg.block_size)
+        target = cuda_target(capability) if capability is not None else "any device"
+        return BlockSizeChoice(size, MINIMAX_M3_KERNEL_BLOCK_LEN, MINIMAX_M3_BACKENDS, target, cfg.block_size is not None,
+                               MINIMAX_M3_KERNEL_BLOCK_LEN,
+                               ("given; " if cfg.block_size else "") + f"{MINIMAX_M3_BACKENDS} on {target}")
     if capability is not None and has_indexer_cache(model):
         size = dsa_block_size(cfg.block_size)
         why = ("given; " if cfg.block_size else "") + f"{DSA_BACKENDS} on {cuda_target(capability)}"

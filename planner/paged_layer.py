@@ -88,11 +88,13 @@ def unify_page_sizes(layers: list[PagedLayer]) -> list[PagedLayer]:
 def uniform_type(layers: list[PagedLayer]) -> bool:
     """vLLM UniformTypeKVCacheSpecs: one kind, one window/chunk, one block size (pages may differ):
     such layers form one group whose block holds each layer's own page (a DSA model's MLA latents
-    and indexer keys; Gemma 4's full layers of two head sizes without the hybrid manager)."""
+    and indexer keys; MiniMax-M3's GQA K/V and index keys; Gemma 4's full layers of two head sizes without the hybrid manager)."""
     def type_key(layer: PagedLayer) -> tuple[object, ...]:
         spec = layer.spec
         if isinstance(spec, AttentionCacheSpec):
-            return (spec.kind, spec.window_len, spec.chunk_len, spec.is_mla, layer.block_size)
+            # Not MLA-ness: vLLM's is_uniform_type takes every FullAttentionSpec subclass (MLAAttentionSpec
+            # included) as one type, so MiniMax-M3's GQA K/V and its MLA-shaped index keys share a group.
+            return (spec.kind, spec.window_len, spec.chunk_len, layer.block_size)
         return (spec.kind, layer.block_size)
     return len({type_key(layer) for layer in layers}) == 1
 

@@ -1,50 +1,78 @@
 """MiniMax-M3: vLLM 0.32 / 0.33 (models/minimax_m3/nvidia/model.py) runs the layers listed by
 sparse_attention_config.sparse_attention_freq (MiniMaxM3TextConfig's default when the key is absent:
-3 dense-attention layers, then 57 sparse) on its own block-sparse backend. A sparse layer caches its
-GQA K/V (FullAttentionSpec) and an index key per token (common/indexer.py, MiniMaxM3IndexerCache:
-MLAAttentionSpec(num_kv_heads=1, head_size=sparse_index_dim, bfloat16, SparseCacheRole.INDEXER)),
-both on 128-token blocks (MINIMAX_M3_SPARSE / _INDEXER: get_supported_kernel_block_sizes [128]).
+3 dense-attention layers, then 57 sparse) on its own block-sparse backend. A sparse layer caches an
+index key per token (common/indexer.py, MiniMaxM3IndexerCache: MLAAttentionSpec(num_kv_heads=1,
+head_size=sparse_index_dim, bfloat16, SparseCacheRole.INDEXER), registered first) and its GQA K/V
+(FullAttentionSpec), both on 128-token blocks (MINIMAX_M3_SPARSE / _INDEXER:
+get_supported_kernel_block_sizes [128]); hkv models them as a "minimax_m3_sparse" layer: an INDEXER
+cache layer plus the full-attention K/V.
 
-Hand calculation of the index key: 1 head x 128 dims x 2 bytes (bf16) = 256 B per token per layer,
-32,768 B per 128-token page (vLLM 0.32's own MLAAttentionSpec gives page_size_bytes 32768 for it on
-this machine's CPU build; the minimax_m3 package itself cannot be imported there, it needs
-torchvision, so no oracle test builds the layer).
-
-That is not DeepSeek Sparse Attention's 132 B fp8 indexer beside an MLA latent, the one indexer hkv
-models, so hkv refuses such configs naming the cache instead of planning full attention. A config
-without sparse layers is full attention in both vLLM and transformers and plans.
+Hand calculation, MiniMax-M3-preview's shape (4 KV heads x head_dim 128, bf16, sparse_index_dim 128):
+- K/V per layer: 2 x 4 x 128 x 2 B = 2,048 B per token, 262,144 B per 128-token page;
+- index key per sparse layer: 1 x 128 x 2 B = 256 B per token, 32,768 B per page;
+- one vLLM block (UniformTypeKVCacheSpecs: every layer's page side by side):
+  60 x 262,144 + 57 x 32,768 = 15,728,640 + 1,867,776 = 17,596,416 B;
+- 40 GiB = 42,949,672,960 B // 17,596,416 = 2,440 blocks (2,440 x 17,596,416 = 42,935,255,040).
+At TP 4 a rank keeps one KV head (512 B/token, 65,536 B/page) but the whole index key (vLLM's spec
+has num_kv_heads=1 on every rank): 60 x 65,536 + 57 x 32,768 = 5,799,936 B per block.
+tests/oracle/vllm_side/test_minimax_m3_layout.py checks the same layout against vLLM's grouping.
 """
 
 from __future__ import annotations
 
 import pytest
 from hkv.model_specs.cache_options import CacheOptions
+from hkv.model_specs.cache_spec import CacheRole
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.from_hf_config import from_hf_config
+from hkv.planner.budget.memory_budget import compute_memory_budget
+from hkv.planner.errors import InvalidInputError
+from hkv.planner.plan import build_layout
+from hkv.planner.plan_config import PlanConfig
 
+GIB = 2**30
 # MiniMax-M3-preview's text backbone shape (vLLM MiniMaxM3TextConfig defaults), four layers.
 TEXT = {"model_type": "minimax_m3_text", "architectures": ["MiniMaxM3SparseForCausalLM"], "hidden_size": 6144,
         "num_hidden_layers": 4, "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128,
         "intermediate_size": 3072, "vocab_size": 200064, "max_position_embeddings": 524288,
         "torch_dtype": "bfloat16"}
-
-
-def test_vllm_default_sparse_layers_are_refused_naming_the_index_cache() -> None:
-    """No sparse_attention_config: vLLM's default makes layers 3.. sparse (60 layers: 57 of them)."""
-    nested = {"model_type": "minimax_m3_vl", "architectures": ["MiniMaxM3SparseForConditionalGeneration"],
+DEFAULT_60 = {"model_type": "minimax_m3_vl", "architectures": ["MiniMaxM3SparseForConditionalGeneration"],
               "text_config": dict(TEXT, num_hidden_layers=60)}
-    with pytest.raises(InvalidConfigError) as err:
-        from_hf_config(nested, "minimax-m3")
-    text = str(err.value)
-    assert "57 of 60 layers (first: 3)" in text
-    assert "MiniMaxM3IndexerCache: 1 x 128 bf16 = 256 B per token per layer, 128-token blocks" in text
-    assert "\n" not in text
+
+
+def _index_layers(model) -> list[int]:
+    return [layer.layer_idx for layer in model.cache_layers if getattr(layer, "role", None) is CacheRole.INDEXER]
+
+
+def _layout(config: dict, layout: str = "vllm", **cfg: object):
+    model = from_hf_config(config, "minimax-m3")
+    plan_cfg = PlanConfig(**cfg)
+    return build_layout(layout, model, plan_cfg, compute_memory_budget(model, plan_cfg))
+
+
+def test_vllm_default_makes_layers_3_to_59_sparse() -> None:
+    """No sparse_attention_config: vLLM's default [0]*3 + [1]*57."""
+    model = from_hf_config(DEFAULT_60, "minimax-m3")
+    assert _index_layers(model) == list(range(3, 60))
+    names = [layer.name for layer in model.cache_layers]
+    assert names[:5] == ["layers.0.attn", "layers.1.attn", "layers.2.attn", "layers.3.indexer", "layers.3.attn"]
+    assert len(names) == 117
+
+
+@pytest.mark.parametrize("kv_cache_dtype,kv_bytes", [("auto", 2), ("fp8", 1)])
+def test_index_key_is_256_bf16_bytes_whatever_the_kv_cache_dtype(kv_cache_dtype: str, kv_bytes: int) -> None:
+    model = from_hf_config(TEXT, "m3")
+    specs = dict((layer.name, spec) for layer, spec in model.cache_specs(CacheOptions(kv_dtype_bytes=kv_bytes)))
+    assert specs["layers.3.indexer"].bytes_per_token == 256  # 1 x 128 x 2
+    assert specs["layers.3.attn"].bytes_per_token == 2 * 4 * 128 * kv_bytes
 
 
 def test_sparse_attention_freq_picks_the_layers_and_the_index_dim() -> None:
     cfg = dict(TEXT, sparse_attention_config={"sparse_attention_freq": [0, 1, 0, 1], "sparse_index_dim": 64})
-    with pytest.raises(InvalidConfigError, match=r"2 of 4 layers \(first: 1\).*1 x 64 bf16 = 128 B per token"):
-        from_hf_config(cfg, "m3-freq")
+    model = from_hf_config(cfg, "m3-freq")
+    assert _index_layers(model) == [1, 3]
+    specs = dict((layer.name, spec) for layer, spec in model.cache_specs(CacheOptions()))
+    assert specs["layers.1.indexer"].bytes_per_token == 128  # 1 x 64 x 2
 
 
 def test_no_sparse_layers_plans_full_attention() -> None:
@@ -56,16 +84,55 @@ def test_no_sparse_layers_plans_full_attention() -> None:
     assert sum(s.bytes_per_token for s in specs) == 8_192
 
 
-def test_transformers_sparse_layer_type_is_refused() -> None:
-    """transformers' MiniMaxM3VLTextConfig marks sparse layers "minimax_m3_sparse" (its own
-    MiniMaxM3VLSparseCacheLayer keeps the index keys beside K/V) and names the dim index_head_dim."""
+def test_transformers_sparse_layer_type_caches_the_index_keys() -> None:
+    """transformers' MiniMaxM3VLTextConfig marks sparse layers "minimax_m3_sparse" and names the dim
+    index_head_dim."""
     cfg = dict(TEXT, model_type="minimax_m3_vl_text", architectures=["MiniMaxM3VLForCausalLM"], index_head_dim=128,
                layer_types=["full_attention", "minimax_m3_sparse", "minimax_m3_sparse", "full_attention"])
-    with pytest.raises(InvalidConfigError, match=r"2 of 4 layers \(first: 1\).*256 B per token per layer"):
-        from_hf_config(cfg, "m3-hf")
+    assert _index_layers(from_hf_config(cfg, "m3-hf")) == [1, 2]
 
 
 def test_transformers_full_attention_layers_plan() -> None:
     cfg = dict(TEXT, model_type="minimax_m3_vl_text", architectures=["MiniMaxM3VLForCausalLM"],
                layer_types=["full_attention"] * 4)
     assert len(from_hf_config(cfg, "m3-hf-dense").cache_layers) == 4
+
+
+def test_sparse_layer_type_outside_minimax_m3_is_refused() -> None:
+    cfg = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 4, "intermediate_size": 128, "vocab_size": 128,
+           "layer_types": ["full_attention", "minimax_m3_sparse"]}
+    with pytest.raises(InvalidConfigError, match=r"'minimax_m3_sparse' \(MiniMax-M3 sparse attention\)"):
+        from_hf_config(cfg, "not-m3")
+
+
+@pytest.mark.parametrize("layout_name", ["vllm", "vllm-no-hybrid", "hkv", "partitioned"])
+def test_one_group_of_128_token_blocks_holds_every_page(layout_name: str) -> None:
+    layout = _layout(DEFAULT_60, layout_name, gpu="h100", available_kv_memory_bytes=40 * GIB, max_model_len=131072)
+    (group,) = layout.groups
+    assert group.block_size == 128
+    assert len(group.layer_names) == 117
+    assert layout.pools[0].bytes_per_block == 17_596_416
+    if layout_name.startswith("vllm"):
+        assert layout.pools[0].num_blocks == 2_440
+
+
+def test_tensor_parallel_splits_kv_heads_not_the_index_key() -> None:
+    layout = _layout(DEFAULT_60, gpu="h100", tp=4, available_kv_memory_bytes=40 * GIB, max_model_len=131072)
+    assert layout.pools[0].bytes_per_block == 5_799_936
+
+
+@pytest.mark.parametrize("block_size", [256, 512])
+def test_a_multiple_of_128_is_taken(block_size: int) -> None:
+    layout = _layout(DEFAULT_60, gpu="h100", block_size=block_size, available_kv_memory_bytes=40 * GIB,
+                     max_model_len=131072)
+    assert layout.groups[0].block_size == block_size
+    assert layout.pools[0].bytes_per_block == 17_596_416 * block_size // 128
+
+
+@pytest.mark.parametrize("block_size", [16, 64, 192])
+def test_other_block_sizes_are_refused_naming_the_backends(block_size: int) -> None:
+    with pytest.raises(InvalidInputError, match=rf"block_size {block_size}: vLLM's MiniMax-M3 sparse backends "
+                                                r".*multiple of 128"):
+        _layout(DEFAULT_60, gpu="h100", block_size=block_size, available_kv_memory_bytes=40 * GIB,
+                max_model_len=131072)
