@@ -5,6 +5,7 @@ from __future__ import annotations
 from hkv.model_specs import layer_rules as rules
 from hkv.model_specs.compressed_attention import compressed_layer_types
 from hkv.model_specs.config_view import ConfigView
+from hkv.model_specs.dory_layers import dory_layer_types
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.inkling_layers import inkling_layer_types
 from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList, kinds_from_names
@@ -68,7 +69,8 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     # vLLM 0.33 additions (docs/vllm_0_33.md): full + sliding attention per layer_types.
     "beam": rules.all_sliding,
     "flint": rules.all_full,  # FlintConfig's default: every layer full
-    **{family: rules.muse_spark_layers for family in ("muse_spark", "muse_spark_text")},  # vLLM applies its one sliding_window to every layer
+    **{family: rules.muse_spark_layers for family in ("muse_spark", "muse_spark_text")},
+    "dory": dory_layer_types,  # looped: one cache per loop per recurrent layer, dory_layers.py  # vLLM applies its one sliding_window to every layer
 }
 
 # Attributes that mean "not plain full attention" for a model_type without a rule.

