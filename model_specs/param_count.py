@@ -23,6 +23,7 @@ from hkv.model_specs.param_count_dsa import dsa
 from hkv.model_specs.param_count_gemma3n import gemma3n
 from hkv.model_specs.param_count_gemma4 import gemma4
 from hkv.model_specs.param_count_inkling import inkling
+from hkv.model_specs.param_count_minimax_m3 import minimax_m3
 
 ParamCounter = Callable[[ConfigView, Kinds], int]
 
@@ -62,6 +63,8 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "qwen3_5_text": hybrid.qwen3_next,  # the same decoder: gated delta net + gated attention
     "qwen3_5_moe_text": hybrid.qwen3_next,
     "minimax": hybrid.minimax,
+    "minimax_m3_text": minimax_m3,  # GQA + MiniMax-M3 indexers, dense/MoE MLPs (param_count_minimax_m3.py)
+    "minimax_m3_vl_text": minimax_m3,
     "kimi_linear": hybrid.kimi_linear,
     "mamba2": ssm.mamba2,
     "mamba": ssm.mamba1,

@@ -136,3 +136,40 @@ def test_other_block_sizes_are_refused_naming_the_backends(block_size: int) -> N
                                                 r".*multiple of 128"):
         _layout(DEFAULT_60, gpu="h100", block_size=block_size, available_kv_memory_bytes=40 * GIB,
                 max_model_len=131072)
+
+
+# Parameter count (model_specs/param_count_minimax_m3.py).
+# Hand count, MiniMax-M3-preview's shape (vLLM defaults: 60 layers, 57 sparse-attention and 57 MoE):
+#   attention 6,144 x 8,192 (q) + 2 x 6,144 x 512 (k, v) + 8,192 x 6,144 (o) + 2 x 128 (qk norms) = 106,955,008
+#   indexer 6,144 x 4 x 128 + 6,144 x 128 + 2 x 128 = 3,932,416 (57 layers)
+#   dense MLP 3 x 6,144 x 12,288 = 226,492,416 (3 layers)
+#   MoE 6,144 x 128 (router) + 128 x 3 x 6,144 x 3,072 + 3 x 6,144 x 3,072 (shared) = 7,305,166,848 (57 layers)
+#   norms 2 x 6,144 per layer; embeddings and lm_head 2 x 200,064 x 6,144; final norm 6,144
+#   60 x 106,967,296 + 57 x 3,932,416 + 3 x 226,492,416 + 57 x 7,305,166,848 + 2,458,386,432 + 6,144
+#   = 426,174,565,632.
+def test_preview_shape_parameter_count_by_hand() -> None:
+    assert from_hf_config(DEFAULT_60, "minimax-m3").num_params == 426_174_565_632
+
+
+TINY_OVERRIDES = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, index_head_dim=8,
+                      index_n_heads=2, intermediate_size=24, dense_intermediate_size=40, shared_intermediate_size=20,
+                      num_local_experts=5, num_experts_per_tok=2, vocab_size=100, rotary_dim=8, bos_token_id=1,
+                      eos_token_id=2, num_hidden_layers=4)
+
+
+@pytest.mark.parametrize("extra", [
+    dict(layer_types=["full_attention", "minimax_m3_sparse", "full_attention", "minimax_m3_sparse"],
+         mlp_layer_types=["dense", "sparse", "sparse", "sparse"]),
+    # the checkpoint's own keys, which transformers' config class translates
+    dict(sparse_attention_config={"sparse_attention_freq": [0, 0, 1, 1], "sparse_num_index_heads": 3,
+                                  "sparse_index_dim": 4}, moe_layer_freq=[0, 1, 0, 1]),
+    dict(tie_word_embeddings=True),
+])
+def test_parameter_count_equals_transformers(extra: dict) -> None:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model("minimax_m3_vl_text", **TINY_OVERRIDES, **extra)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    expected = sum(p.numel() for p in model.parameters())
+    assert from_hf_config(config.to_dict(), "m3-tiny").num_params == expected
