@@ -65,19 +65,20 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     # on every layer; LongCat-Flash's num_hidden_layers counts both MLA attentions of each block.
     **{family: rules.all_full for family in ("gpt2", "gptj", "gpt_bigcode", "bloom", "falcon", "opt", "dbrx",
                                              "mpt", "longcat_flash")},
-    "starcoder2": rules.window_covers_context,
+    "starcoder2": rules.window_covers_context,  # vLLM applies its one sliding_window to every layer
     # vLLM 0.33 additions (docs/vllm_0_33.md): full + sliding attention per layer_types.
     "beam": rules.all_sliding,
     "flint": rules.all_full,  # FlintConfig's default: every layer full
     **{family: rules.muse_spark_layers for family in ("muse_spark", "muse_spark_text")},
-    "dory": dory_layer_types,  # looped: one cache per loop per recurrent layer, dory_layers.py  # vLLM applies its one sliding_window to every layer
+    "dory": dory_layer_types,  # looped: one cache per loop per recurrent layer, dory_layers.py
+    **{family: rules.step5_refused for family in ("step5", "step5_vl")},  # summary cache + CSA tail ring
 }
 
 # Attributes that mean "not plain full attention" for a model_type without a rule.
 _HYBRID_HINTS = ("sliding_window", "attention_chunk_size", "sliding_window_pattern", "attn_layer_indices",
                  "attn_layer_period", "hybrid_override_pattern", "layers_block_type", "attn_type_list",
                  "full_attention_interval", "linear_attn_config", "num_kv_shared_layers", "ssm_state_size",
-                 "kv_lora_rank")
+                 "kv_lora_rank", "window_sizes")  # window_sizes: DomynEdge's per-layer (window, 0) pairs
 
 
 def classify_layers(view: ConfigView) -> tuple[tuple[LayerKind, ...], ...]:

