@@ -108,6 +108,8 @@ _GPT2_NAMES: dict[str, KeyRule] = {
 }
 
 FAMILY_KEY_RULES: dict[str, dict[str, KeyRule]] = {
+    # AliceAI (vLLM 0.33 alice_ai.py l.118-137, l.695): KDA sized by the flat linear_* key spellings
+    "alice_ai": {"linear_num_heads": renamed("linear_num_key_heads"), "linear_head_dim": renamed("linear_key_head_dim")},
     "gpt2": {**_GPT2_NAMES, "num_key_value_heads": _every_head},
     "gptj": {**_GPT2_NAMES, "num_key_value_heads": _every_head},
     # Served by vLLM's Transformers backend, which reads the config object's num_key_value_heads.

@@ -70,6 +70,7 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "beam": rules.all_sliding,
     "flint": rules.all_full,  # FlintConfig's default: every layer full
     **{family: rules.muse_spark_layers for family in ("muse_spark", "muse_spark_text")},
+    "alice_ai": rules.alice_ai_layers,  # gated full attention + Kimi delta attention per layer_types
     "dory": dory_layer_types,  # looped: one cache per loop per recurrent layer, dory_layers.py
     **{family: rules.step5_refused for family in ("step5", "step5_vl")},  # summary cache + CSA tail ring
 }

@@ -63,6 +63,7 @@ RECURRENT_VARIANT: dict[str, str] = {
     "lara_mini": "gdn",  # LaraMini (transformers' Qwen3-Next-style delta net; vLLM 0.32 does not serve it)
     "minimax": "lightning",
     "kimi_linear": "kda",
+    "alice_ai": "kda",  # AliceAI (vLLM 0.33 alice_ai.py: KimiGatedDeltaNetAttention, kda_state_shape)
     "mamba2": "mamba2",  # pure state-space models
     "mamba": "mamba1",
     "falcon_mamba": "mamba1",

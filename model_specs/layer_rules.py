@@ -91,6 +91,19 @@ def step5_refused(view: ConfigView, n: int) -> LayerTypeList:
         "swa_num_attention_heads) against vLLM 0.33, so it cannot plan this model yet")
 
 
+def alice_ai_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """AliceAI (vLLM 0.33 models/alice_ai.py): layer i is config.layer_types[i], "full_attention"
+    (Qwen3-Next gated attention) or "linear_attention" (Kimi delta attention). 0.33 has no config class
+    (remote code), so no default list exists; the KDA adapter (l.118-127) refuses unequal key / value
+    heads or head dims, and so does hkv."""
+    pairs = (("linear_num_key_heads", "linear_num_value_heads"), ("linear_key_head_dim", "linear_value_head_dim"))
+    for key, value in pairs:
+        if view.get(key) != view.get(value):
+            raise InvalidConfigError(f"model_type {view.family!r}: {key} {view.get(key)} != {value} "
+                                     f"{view.get(value)}; vLLM 0.33's AliceAI KDA requires them equal")
+    return listed_layer_types(view, n)
+
+
 def alternating_sliding(view: ConfigView, n: int) -> LayerTypeList:
     """Gemma 2 / gpt-oss: even layers sliding, odd layers full."""
     return explicit_layer_types(view, n) or _every(

