@@ -323,9 +323,9 @@ def plan_block_size(model: ModelSpec, cfg: PlanConfig) -> BlockSizeChoice:
         why = ("given; " if cfg.block_size else "") + DSV4_BACKENDS
         return BlockSizeChoice(size, DSV4_BLOCK_LEN, DSV4_BACKENDS, cuda_target(capability) if capability is not None else "any device",
                                cfg.block_size is not None, DSV4_BLOCK_LEN, why)
-    if has_minimax_m3_index_cache(model):  # MiniMax-M3's sparse layers: its backends' one kernel block
+    if capability is not None and has_minimax_m3_index_cache(model):  # MiniMax-M3's sparse layers
         size = minimax_m3_block_size(cfg.block_size)
-        target = cuda_target(capability) if capability is not None else "any device"
+        target = cuda_target(capability)
         return BlockSizeChoice(size, MINIMAX_M3_KERNEL_BLOCK_LEN, MINIMAX_M3_BACKENDS, target, cfg.block_size is not None,
                                MINIMAX_M3_KERNEL_BLOCK_LEN,
                                ("given; " if cfg.block_size else "") + f"{MINIMAX_M3_BACKENDS} on {target}")

@@ -1,4 +1,5 @@
-"""The block size of a MiniMax-M3 model with sparse layers.
+"""The block size of a MiniMax-M3 model with sparse layers on a CUDA GPU (vLLM's minimax_m3 package
+has NVIDIA and AMD code only; without a GPU named hkv keeps vLLM's default 16, as for DSA).
 
 vLLM (0.32 and 0.33, models/minimax_m3/) runs MiniMax-M3's sparse layers on its own backends: the
 attention on MINIMAX_M3_SPARSE (common/sparse_attention.py; the Triton / CUTLASS MSA aliases in

@@ -31,7 +31,7 @@ def test_lookup(query: str, expected: str) -> None:
 # Gemma-4-26B-A4B (sliding + full MoE).
 ISSUE_25_ENTRIES = {"deepseek-v3.2", "glm-5", "glm-5.2", "deepseek-v4-flash", "minicpm3-4b", "sarvam-105b",
                     "a.x-k1", "olmo-hybrid-7b", "falcon-40b-instruct", "dbrx-instruct", "starcoder",
-                    "starcoder2-15b", "gemma-4-26b-a4b"}
+                    "starcoder2-15b", "gemma-4-26b-a4b", "minimax-m3"}
 
 
 def test_catalog_ships_every_config() -> None:

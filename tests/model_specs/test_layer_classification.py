@@ -79,6 +79,9 @@ CASES = {
     "gemma-4-31b-it": ({"sliding": 50, "full": 10}, {0: SLIDING, 5: FULL, 58: SLIDING, 59: FULL}, 1024),
     # google/gemma-4-26B-A4B's config.json (text_config.layer_types): 30 layers, every 6th full.
     "gemma-4-26b-a4b": ({"sliding": 25, "full": 5}, {0: SLIDING, 5: FULL, 28: SLIDING, 29: FULL}, 1024),
+    # MiniMax-M3 (reconstructed): 60 GQA layers, 3..59 sparse with an index-key cache each (full-lifetime,
+    # counted as full): 60 + 57 = 117 full caches.
+    "minimax-m3": ({"full": 117}, {0: FULL, 2: FULL, 3: FULL, 59: FULL}, None),
     # LFM2-1.2B: full_attn_idxs [2, 5, 8, 10, 12, 14]; the other 10 short conv.
     "lfm2-1.2b": ({"short_conv": 10, "full": 6}, {0: "short_conv", 2: FULL, 14: FULL, 15: "short_conv"}, None),
     # LFM2-8B-A1B: attention at 2, 6, 10, 14, 18, 21; 18 short conv.
