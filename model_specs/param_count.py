@@ -16,6 +16,7 @@ from hkv.model_specs import param_count_classic as classic
 from hkv.model_specs import param_count_hybrid as hybrid
 from hkv.model_specs import param_count_lfm as lfm
 from hkv.model_specs import param_count_ssm as ssm
+from hkv.model_specs.param_count_beam import beam
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.param_count_common import Kinds
 from hkv.model_specs.param_count_compressed import deepseek_v4
@@ -66,6 +67,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "minimax_m3_text": minimax_m3,  # GQA + MiniMax-M3 indexers, dense/MoE MLPs (param_count_minimax_m3.py)
     "minimax_m3_vl_text": minimax_m3,
     "kimi_linear": hybrid.kimi_linear,
+    "beam": beam,  # gated GQA + MoE / dense per mlp_layer_types (param_count_beam.py)
     "mamba2": ssm.mamba2,
     "mamba": ssm.mamba1,
     "falcon_mamba": ssm.mamba1,

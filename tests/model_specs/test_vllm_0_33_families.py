@@ -255,3 +255,24 @@ def test_alice_ai_refusals() -> None:
     config = {k: v for k, v in _config("alice_ai").items() if k != "layer_types"}
     with pytest.raises(InvalidConfigError, match="needs layer_types"):
         from_hf_config(config, "alice")
+
+
+def test_beam_param_count_by_hand() -> None:
+    """BeamConfig defaults (vocab 151,936, hidden 2,048, 24 layers all "sparse", 32 heads x 64, 4 KV heads,
+    128 experts x 768, untied). Attention: q + output gate 2 x 2,048 x 2,048 = 8,388,608, k + v
+    2 x 2,048 x 256 = 1,048,576, o 4,194,304, q/k norms 128, gate_bias 32: 13,631,648. MoE: router
+    128 x 2,048 = 262,144 + experts 128 x 3 x 2,048 x 768 = 603,979,776. Norms 4 x 2,048 = 8,192.
+    Layer 617,881,760 x 24 = 14,829,162,240; + embeddings and lm_head 2 x 311,164,928 + final norm 2,048
+    = 15,451,494,144."""
+    assert from_hf_config(_config("beam"), "beam").num_params == 15_451_494_144
+
+
+@pytest.mark.parametrize("mlp_layer_types", [["dense", "sparse", "sparse", "dense"], ["sparse"] * 4])
+def test_beam_param_count_equals_transformers(mlp_layer_types: list[str]) -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BeamConfig(
+        vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, moe_intermediate_size=24, num_experts=6, num_experts_per_tok=2,
+        layer_types=["sliding_attention", "full_attention"] * 2, mlp_layer_types=mlp_layer_types)
+    expected = sum(p.numel() for p in transformers.BeamForCausalLM(cfg).parameters())
+    assert from_hf_config(cfg.to_dict(), "tiny-beam").num_params == expected
