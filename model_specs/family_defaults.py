@@ -82,6 +82,9 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     "glm4_moe": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 131072,
                  "first_k_dense_replace": 1, "n_shared_experts": 1, "use_qk_norm": False},
     "minimax": {"tie_word_embeddings": False, "max_position_embeddings": 131072},
+    # Flint: vLLM 0.33's FlintConfig has no decoder_sparse_step (MoE unless in mlp_only_layers),
+    # transformers' defaults to 1; the same layers either way.
+    "flint": {"decoder_sparse_step": 1, "attention_bias": False},
     "kimi_linear": {"attention_bias": False, "tie_word_embeddings": False, "max_position_embeddings": 1048576,
                     "first_k_dense_replace": 1, "num_shared_experts": 1,
                     "linear_head_dim": 128, "linear_num_heads": 32, "linear_conv_kernel_dim": 4},

@@ -17,6 +17,7 @@ from hkv.model_specs import param_count_hybrid as hybrid
 from hkv.model_specs import param_count_lfm as lfm
 from hkv.model_specs import param_count_ssm as ssm
 from hkv.model_specs.param_count_beam import beam
+from hkv.model_specs.param_count_flint import flint
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.param_count_common import Kinds
 from hkv.model_specs.param_count_compressed import deepseek_v4
@@ -68,6 +69,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "minimax_m3_vl_text": minimax_m3,
     "kimi_linear": hybrid.kimi_linear,
     "beam": beam,  # gated GQA + MoE / dense per mlp_layer_types (param_count_beam.py)
+    "flint": flint,  # GQA + sinks, MoE + shared expert unless mlp_only_layers (param_count_flint.py)
     "mamba2": ssm.mamba2,
     "mamba": ssm.mamba1,
     "falcon_mamba": ssm.mamba1,

@@ -276,3 +276,25 @@ def test_beam_param_count_equals_transformers(mlp_layer_types: list[str]) -> Non
         layer_types=["sliding_attention", "full_attention"] * 2, mlp_layer_types=mlp_layer_types)
     expected = sum(p.numel() for p in transformers.BeamForCausalLM(cfg).parameters())
     assert from_hf_config(cfg.to_dict(), "tiny-beam").num_params == expected
+
+
+def test_flint_param_count_by_hand() -> None:
+    """FlintConfig defaults (vocab 150,144, hidden 2,048, 49 layers all MoE, 32 heads x 128, 4 KV heads,
+    256 experts x 512 + a 1,024 shared expert, untied). Attention: q 2,048 x 4,096 = 8,388,608, k + v
+    2 x 2,048 x 512 = 2,097,152, o 8,388,608, q/k norms 256, sinks 32: 18,874,656. MoE: router
+    256 x 2,048 = 524,288 + experts 256 x 3 x 2,048 x 512 = 805,306,368 + shared 3 x 2,048 x 1,024 =
+    6,291,456. Norms 2 x 2,048. Layer 831,000,864 x 49 = 40,719,042,336; + 2 x 307,494,912 + 2,048
+    = 41,334,034,208."""
+    assert from_hf_config(_config("flint"), "flint").num_params == 41_334_034_208
+
+
+@pytest.mark.parametrize("mlp_only_layers", [[], [0, 3]])
+def test_flint_param_count_equals_transformers(mlp_only_layers: list[int]) -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.FlintConfig(
+        vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, moe_intermediate_size=24, shared_expert_intermediate_size=40,
+        num_experts=6, num_experts_per_tok=2, layer_types=["sliding_attention", "full_attention"] * 2,
+        mlp_only_layers=mlp_only_layers)
+    expected = sum(p.numel() for p in transformers.FlintForCausalLM(cfg).parameters())
+    assert from_hf_config(cfg.to_dict(), "tiny-flint").num_params == expected
