@@ -38,7 +38,7 @@ from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
 from hkv.runtime.request import Request
 from hkv.runtime.scheduler.decode_run import DecodeRun
 from hkv.runtime.scheduler.scheduler import Scheduler, SchedulerConfig
-from hkv.runtime.scheduler.scheduler_output import ScheduledRequest, SchedulerOutput
+from hkv.runtime.scheduler.scheduler_output import ScheduledRequest
 from hkv.runtime.simulation.metrics.admission_hits import AdmissionCounter
 from hkv.runtime.simulation.metrics.evictions import evictions_of
 from hkv.runtime.simulation.metrics.kv_read import KvReadModel
@@ -174,13 +174,10 @@ class Simulator:
                     if num_out == 0:
                         first_tokens.append(index)
                     sampled[request_id] = planned[num_out]
-            if self._kv_read is None:
-                self.now_s += cfg.step_base_s + cfg.step_per_token_s * output.num_batched_tokens
-            else:
-                if output.preempted_request_ids:  # preempted requests dropped their computed tokens
-                    self._context_tokens = sum(r.num_computed_tokens for r in scheduler.running)
-                # Before update: the step's blocks.
-                self.now_s += self._roofline_step_s(output.num_batched_tokens, len(output.scheduled))
+            if self._kv_read is not None and output.preempted_request_ids:
+                # preempted requests dropped their computed tokens
+                self._context_tokens = sum(r.num_computed_tokens for r in scheduler.running)
+            self.now_s += self._step_s(output.num_batched_tokens, len(output.scheduled))  # the step's blocks
             finished = scheduler.update_from_output(output, sampled)
             self._record(output.num_batched_tokens)
             for index in first_tokens:
@@ -252,10 +249,7 @@ class Simulator:
                 continue
             if not run.schedule_step():
                 return taken
-            if roofline:
-                self.now_s += self._roofline_step_s(num_running, num_running)
-            else:
-                self.now_s += cfg.step_base_s + cfg.step_per_token_s * num_running
+            self.now_s += self._step_s(num_running, num_running)
             finished = run.update_step()
             taken += 1
             self._record(num_running)
@@ -276,24 +270,16 @@ class Simulator:
         decodes a token and nothing else changes (blocks in use, queue), stopping after the
         first that reaches `upcoming_s`; returns how many. Float sums are added step by step,
         as `_record` adds them, so the report is the same to the last bit."""
-        cfg = self.config
-        counts = self._in_use_counts
-        in_use = counts[0] if len(counts) == 1 else list(map(sum, zip(*counts)))
-        free = 0
-        for pool in self._pools:
-            free += pool.num_free_blocks
-        usage = 1.0 - free / self._num_usable if self._num_usable else 0.0
-        fixed_s = cfg.step_base_s + cfg.step_per_token_s * num_running
+        in_use = self._blocks_in_use()
+        usage = self._kv_usage()
         roofline = self._kv_read is not None
         series = self._series
         admissions = self._admissions
         done = 0
         while done < num_steps:
+            self.now_s += self._step_s(num_running, num_running)
             if roofline:
-                self.now_s += self._roofline_step_s(num_running, num_running)
                 self._context_tokens += num_running
-            else:
-                self.now_s += fixed_s
             done += 1
             self._usage_sum += usage
             if self.now_s >= series.next_s:
@@ -327,6 +313,25 @@ class Simulator:
         if progress is not None:
             progress(self._finished, total)
 
+    def _step_s(self, num_tokens: int, num_scheduled: int) -> float:
+        """A step's simulated time: the roofline estimate with a step cost, else the fixed model."""
+        if self._kv_read is None:
+            cfg = self.config
+            return cfg.step_base_s + cfg.step_per_token_s * num_tokens
+        return self._roofline_step_s(num_tokens, num_scheduled)
+
+    def _blocks_in_use(self) -> list[int]:
+        """Per group blocks in use: each pool counts its own groups (0 for the others)."""
+        counts = self._in_use_counts
+        return counts[0] if len(counts) == 1 else list(map(sum, zip(*counts)))
+
+    def _kv_usage(self) -> float:
+        """Share of usable blocks in use, over all pools."""
+        free = 0
+        for pool in self._pools:
+            free += pool.num_free_blocks
+        return 1.0 - free / self._num_usable if self._num_usable else 0.0
+
     def _roofline_step_s(self, num_tokens: int, num_scheduled: int) -> float:
         """The roofline time (StepCost) of a step of `num_tokens` over `num_scheduled` requests,
         from the blocks in use once it is scheduled and the context its requests attend to."""
@@ -345,15 +350,10 @@ class Simulator:
         running = len(self.scheduler.running)
         self._running_sum += running
         self._running_peak = max(self._running_peak, running)
-        # Per group blocks in use: each pool counts its own groups (0 for the others).
-        counts = self._in_use_counts
-        in_use = counts[0] if len(counts) == 1 else list(map(sum, zip(*counts)))
+        in_use = self._blocks_in_use()
         self._blocks_sum = list(map(add, self._blocks_sum, in_use))
         self._blocks_peak = list(map(max, self._blocks_peak, in_use))
-        free = 0
-        for pool in self._pools:
-            free += pool.num_free_blocks
-        usage = 1.0 - free / self._num_usable if self._num_usable else 0.0
+        usage = self._kv_usage()
         self._usage_sum += usage
         self._usage_peak = max(self._usage_peak, usage)
         series = self._series
