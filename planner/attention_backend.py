@@ -313,27 +313,40 @@ def nearest_cpu_block_size(block_size: int) -> int:
     return -(-block_size // step) * step
 
 
+@dataclass(frozen=True)
+class FixedKernelBackend:
+    """A backend a model's caches can only run on, with its own kernel block rule: DeepSeek-V4's
+    indexer backend (on any device), MiniMax-M3's and DSA's sparse backends (on CUDA GPUs)."""
+
+    name: str
+    kernel_block_len: int
+    serves: Callable[[ModelSpec], bool]
+    block_size: Callable[[int | None], int]  # the given --block-size checked, or the default
+    any_device: bool = False
+
+    def choice(self, given: int | None, capability: Capability | None) -> BlockSizeChoice:
+        target = cuda_target(capability) if capability is not None else "any device"
+        why = ("given; " if given else "") + (self.name if self.any_device else f"{self.name} on {target}")
+        return BlockSizeChoice(self.block_size(given), self.kernel_block_len, self.name, target, given is not None,
+                               self.kernel_block_len, why)
+
+
+FIXED_KERNEL_BACKENDS = (  # first match wins
+    FixedKernelBackend(DSV4_BACKENDS, DSV4_BLOCK_LEN, has_compressed_cache, dsv4_block_size, any_device=True),
+    FixedKernelBackend(MINIMAX_M3_BACKENDS, MINIMAX_M3_KERNEL_BLOCK_LEN, has_minimax_m3_index_cache,
+                       minimax_m3_block_size),
+    FixedKernelBackend(DSA_BACKENDS, DSA_KERNEL_BLOCK_LEN, has_indexer_cache, dsa_block_size),
+)
+
+
 def plan_block_size(model: ModelSpec, cfg: PlanConfig) -> BlockSizeChoice:
     """The block size a plan of `model` under `cfg` uses: cfg.block_size when given (checked
     against the backend), else what vLLM picks on cfg.gpu (or its CPU platform, cfg.cpu_engine)
     for this model and release."""
     capability = get_gpu(cfg.gpu).compute_capability if cfg.gpu is not None and not cfg.cpu_engine else None
-    if has_compressed_cache(model):  # DeepSeek-V4: the indexer backend's one block size, on any device
-        size = dsv4_block_size(cfg.block_size)
-        why = ("given; " if cfg.block_size else "") + DSV4_BACKENDS
-        return BlockSizeChoice(size, DSV4_BLOCK_LEN, DSV4_BACKENDS, cuda_target(capability) if capability is not None else "any device",
-                               cfg.block_size is not None, DSV4_BLOCK_LEN, why)
-    if capability is not None and has_minimax_m3_index_cache(model):  # MiniMax-M3's sparse layers
-        size = minimax_m3_block_size(cfg.block_size)
-        target = cuda_target(capability)
-        return BlockSizeChoice(size, MINIMAX_M3_KERNEL_BLOCK_LEN, MINIMAX_M3_BACKENDS, target, cfg.block_size is not None,
-                               MINIMAX_M3_KERNEL_BLOCK_LEN,
-                               ("given; " if cfg.block_size else "") + f"{MINIMAX_M3_BACKENDS} on {target}")
-    if capability is not None and has_indexer_cache(model):
-        size = dsa_block_size(cfg.block_size)
-        why = ("given; " if cfg.block_size else "") + f"{DSA_BACKENDS} on {cuda_target(capability)}"
-        return BlockSizeChoice(size, DSA_KERNEL_BLOCK_LEN, DSA_BACKENDS, cuda_target(capability),
-                               cfg.block_size is not None, DSA_KERNEL_BLOCK_LEN, why)
+    for backend in FIXED_KERNEL_BACKENDS:
+        if (capability is not None or backend.any_device) and backend.serves(model):
+            return backend.choice(cfg.block_size, capability)
     return choose_block_size(AttentionQuery.of(model, cfg), cfg.block_size, cfg.vllm_rules(), capability=capability,
                              cpu=cfg.cpu_engine)
 
