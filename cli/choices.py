@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from hkv.planner.engines.vllm.serve_command import SERVE_TARGETS
 from hkv.planner.plan_config import DTYPE_BYTES, KV_CACHE_DTYPES, LAYOUT_NAMES, VLLM_LOG_FORMATS
-from hkv.planner.serve_command import SERVE_TARGETS
 from hkv.runtime.live.prompt_file import PROMPT_FORMATS
 from hkv.runtime.live.run_config import DEVICES, RUN_LAYOUTS
 

@@ -12,18 +12,32 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-
 from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.log_file import read_log_text
 from hkv.cli.output import OutputFormat, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, BlockSizeOpt, DtypeOpt, GpuOpt, KvDtypeOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt,
-    PlanOptions, PpOpt, PrefixOpt, SpecTokensOpt, SsmDtypeOpt, TpOpt, VllmLogOpt, VllmVersionOpt,
+    AvailableOpt,
+    BlockSizeOpt,
+    DtypeOpt,
+    GpuOpt,
+    KvDtypeOpt,
+    MaxLenOpt,
+    MaxSeqsOpt,
+    MnbtOpt,
+    NoPrefixOpt,
+    PlanOptions,
+    PpOpt,
+    PrefixOpt,
+    SpecTokensOpt,
+    SsmDtypeOpt,
+    TpOpt,
+    VllmLogOpt,
+    VllmVersionOpt,
 )
 from hkv.cli.render_log_explanation import explanation_to_dict, render_explanation
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.log_explanation import explain_log
-from hkv.planner.vllm_log import read_vllm_log
+from hkv.planner.engines.vllm.log import read_vllm_log
+from hkv.planner.engines.vllm.log_explanation import explain_log
 
 LogArg = Annotated[str, typer.Argument(help="vLLM start-up log file (or a paste of some of its lines); - reads "
                                             "standard input")]

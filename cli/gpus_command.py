@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
-
 from hkv.cli.errors import handles_errors
 from hkv.cli.output import OutputFormat, stdout_console, write_json
 from hkv.planner.budget.gpu_table import GPUS, default_max_num_batched_tokens
-from hkv.planner.vllm_rules import DEFAULT_VLLM_VERSION, VllmRules
+from hkv.planner.engines.vllm.rules import DEFAULT_VLLM_VERSION, VllmRules
 from hkv.planner.sizes import format_gib
+from rich.table import Table
 
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
 

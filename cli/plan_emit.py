@@ -11,14 +11,13 @@ from enum import Enum
 from typing import Annotated, Any
 
 import typer
-
 from hkv.cli.choices import Emit
 from hkv.cli.output import OutputFormat, note, write_json
 from hkv.cli.plan_options import assumed_note
 from hkv.cli.render_serve import shell_command, shell_script
+from hkv.planner.engines.vllm.serve_command import build_vllm_serve_command
 from hkv.planner.plan import Plan
 from hkv.planner.plan_json import plan_to_dict
-from hkv.planner.serve_command import build_vllm_serve_command
 
 EmitOpt = Annotated[Emit | None, typer.Option(  # type: ignore[valid-type]
     "--emit", help="print the `vllm serve` command (env vars, flags) that realizes the vllm layout instead "

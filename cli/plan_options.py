@@ -13,20 +13,27 @@ from enum import Enum
 from typing import Annotated, Any, TypeVar
 
 import typer
-
 from hkv.cli.choices import Dtype, KvCacheDtype, PlanLayout, VllmLog
 from hkv.cli.errors import flag_of
-from hkv.planner.errors import InvalidInputError
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.budget.memory_budget import MemoryBudget
+from hkv.planner.engines.vllm.rules import (
+    DEFAULT_VLLM_VERSION,
+    LOG_FORMAT_VERSIONS,
+    NEWEST_MODELED,
+    OLDEST_MODELED,
+    format_version,
+)
+from hkv.planner.errors import InvalidInputError
 from hkv.planner.plan_config import (
-    ALLOW_LONG_ENV, EXPECTED_AVG_ENV, PlanConfig, allow_long_max_model_len_from_env,
-    expected_avg_seq_len_from_env, parse_positive_int,
+    ALLOW_LONG_ENV,
+    EXPECTED_AVG_ENV,
+    PlanConfig,
+    allow_long_max_model_len_from_env,
+    expected_avg_seq_len_from_env,
+    parse_positive_int,
 )
 from hkv.planner.sizes import format_gib, parse_size
-from hkv.planner.vllm_rules import (
-    DEFAULT_VLLM_VERSION, LOG_FORMAT_VERSIONS, NEWEST_MODELED, OLDEST_MODELED, format_version,
-)
 
 DEFAULTS = PlanConfig()
 T = TypeVar("T")

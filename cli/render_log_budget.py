@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hkv.planner.engines.vllm.log_anomalies import Anomaly
+from hkv.planner.engines.vllm.log_budget_terms import BudgetComparison, TermRow
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-
-from hkv.planner.log_anomalies import Anomaly
-from hkv.planner.log_budget_terms import BudgetComparison, TermRow
 
 GIB = 2**30
 

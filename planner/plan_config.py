@@ -8,8 +8,8 @@ from typing import Literal
 
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.planner.auto_dtype import auto_dtype_bytes
+from hkv.planner.engines.vllm.rules import LOG_FORMAT_VERSIONS, VllmRules
 from hkv.planner.errors import InvalidInputError
-from hkv.planner.vllm_rules import LOG_FORMAT_VERSIONS, VllmRules
 
 LAYOUT_NAMES = ("hkv", "vllm", "vllm-no-hybrid", "partitioned")
 KV_CACHE_DTYPES = ("auto", "fp8")

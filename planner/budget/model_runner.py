@@ -9,7 +9,7 @@ state (0.23-0.24: a short list of architectures, not modelled), from 0.32 for ev
 
 from __future__ import annotations
 
-from hkv.planner.vllm_rules import VllmRules
+from hkv.planner.engines.vllm.rules import VllmRules
 
 
 def uses_v2_runner(rules: VllmRules, *, moe: bool, has_state: bool) -> bool:

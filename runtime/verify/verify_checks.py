@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Any
 
+from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT
+from hkv.planner.plan import LayoutReport
 from hkv.runtime.verify.hkv_expectation import HkvExpectation
 from hkv.runtime.verify.sustained_search import SustainedSearch
 from hkv.runtime.verify.vllm_engine_args import EngineSettings
 from hkv.runtime.verify.vllm_startup_log import NOTE_KEYS, StartupLog
-from hkv.planner.capacity import vllm_log_lines
-from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
-from hkv.planner.plan import LayoutReport
+
 
 @dataclass(frozen=True)
 class Check:

@@ -12,14 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
-from rich.console import Console
-from typer.testing import CliRunner
-
 from hkv.cli.main import app
 from hkv.cli.render_log_budget import render_log_budget
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.log_budget_terms import compare_budget
-from hkv.planner.vllm_log import read_vllm_log
+from hkv.planner.engines.vllm.log import read_vllm_log
+from hkv.planner.engines.vllm.log_budget_terms import compare_budget
+from rich.console import Console
+from typer.testing import CliRunner
 
 runner = CliRunner()
 PREFIX = "(EngineCore_DP0 pid=7) INFO 11-23 10:00:31 [kv_cache_utils.py:2328] "

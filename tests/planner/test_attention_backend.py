@@ -7,13 +7,12 @@ test_attention_backends.py checks the backend table against vLLM's own classes.
 from __future__ import annotations
 
 import pytest
-
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.attention_backend import AttentionQuery, choose_block_size, nearest_cpu_block_size
+from hkv.planner.engines.vllm.rules import VllmRules
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.vllm_rules import VllmRules
 
 V032 = VllmRules.for_version("0.32.0")
 STANDARD = AttentionQuery(is_mla=False, head_sizes=(128,))

@@ -1,4 +1,4 @@
-"""planner/serve_command.py: the `vllm serve` command of a plan's vllm layout.
+"""planner/engines/vllm/serve_command.py: the `vllm serve` command of a plan's vllm layout.
 
 Flag names are vLLM 0.32's (vllm/engine/arg_utils.py); tests/cli/test_plan_sweep_emit.py parses
 the emitted argv with vLLM's own serve parser where the oracle venv exists.
@@ -8,12 +8,15 @@ import json
 from dataclasses import replace
 
 import pytest
-
 from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.engines.vllm.serve_command import (
+    EAGLE_DRAFT_PLACEHOLDER,
+    build_vllm_serve_command,
+    served_model,
+)
 from hkv.planner.errors import DoesNotFitError, InvalidInputError, LayoutUnavailableError
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.serve_command import EAGLE_DRAFT_PLACEHOLDER, build_vllm_serve_command, served_model
 
 GIB = 2**30
 CHUNKED_ENV = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE"

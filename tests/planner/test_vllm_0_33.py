@@ -14,14 +14,13 @@ checkpoints (FlashInfer's GDN prefill, on an H100 and a B200, not on an A100).
 from dataclasses import fields, replace
 
 import pytest
-
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.memory_budget import compute_memory_budget
 from hkv.planner.budget.profile import profile_terms
-from hkv.planner.gdn_checkpoints import gdn_checkpoint_alignment
+from hkv.planner.engines.vllm.gdn_checkpoints import gdn_checkpoint_alignment
+from hkv.planner.engines.vllm.rules import DEFAULT_VLLM_VERSION, LOG_FORMAT_VERSIONS, VllmRules
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.vllm_rules import DEFAULT_VLLM_VERSION, LOG_FORMAT_VERSIONS, VllmRules
 
 GIB = 2**30
 QWEN3_NEXT = load_model_spec("qwen3-next-80b-a3b")
@@ -148,9 +147,8 @@ def test_gb10_batch_defaults(version, gpu, mnbt, max_num_seqs):
 def test_cli_plans_qwen3_next_on_h100(args, version, block):
     import json
 
-    from typer.testing import CliRunner
-
     from hkv.cli.main import app
+    from typer.testing import CliRunner
     result = CliRunner().invoke(app, ["plan", "qwen3-next-80b-a3b", "--gpu", "h100", "--tp", "4", "--max-model-len",
                                       "8192", "--format", "json", *args])
     assert result.exit_code == 0, result.stderr

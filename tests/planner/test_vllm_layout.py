@@ -4,17 +4,23 @@ Every expected number is computed by hand in the comment next to it.
 """
 
 import pytest
-from toy_models import (
-    CHUNKED, FULL, SLIDING, attention_model, gemma3_27b, gpt_oss_120b, granite4_like, llama4_scout,
-    nemotron_h_8b_like,
-)
-
+from hkv.planner.budget.memory_budget import compute_memory_budget
 from hkv.planner.capacity import vllm_log_lines
-from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
+from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import LayoutUnavailableError
 from hkv.planner.plan import build_layout
-from hkv.planner.budget.memory_budget import compute_memory_budget
 from hkv.planner.plan_config import PlanConfig
+from toy_models import (
+    CHUNKED,
+    FULL,
+    SLIDING,
+    attention_model,
+    gemma3_27b,
+    gpt_oss_120b,
+    granite4_like,
+    llama4_scout,
+    nemotron_h_8b_like,
+)
 
 GIB = 2**30
 
@@ -156,7 +162,7 @@ def test_only_mamba2_holds_a_prefill_checkpoint_block():
     # vLLM 0.32 align mode: MambaMixer2 adds one prefill checkpoint block (2 live + 1); Mamba1,
     # gated delta-net and lightning layers hold 2. With prefix caching off, one state each.
     from hkv.model_specs.cache_spec import StateCacheSpec
-    from hkv.planner.vllm_layout import mamba_state_blocks
+    from hkv.planner.engines.vllm.layout import mamba_state_blocks
 
     def spec(variant):
         return StateCacheSpec(variant, ((3, 64),), (2,))
@@ -171,7 +177,7 @@ def test_only_mamba2_holds_a_prefill_checkpoint_block():
 
 def test_in_flight_tokens_follow_the_cuda_default_runner():
     # V2 model runner with async scheduling keeps pp + 1 batches in flight; legacy: one batch.
-    from hkv.planner.vllm_layout import in_flight_tokens
+    from hkv.planner.engines.vllm.layout import in_flight_tokens
     assert in_flight_tokens(PlanConfig(), 8192) == 16384
     assert in_flight_tokens(PlanConfig(pp=2), 8192) == 24576
     assert in_flight_tokens(PlanConfig(vllm_log="legacy", pp=2), 8192) == 8192

@@ -1,13 +1,12 @@
 """`--vllm-version`: each rule switches at the release where vLLM's code changed (see
-planner/vllm_rules.py), checked on small models with hand-derived numbers."""
+planner/engines/vllm/rules.py), checked on small models with hand-derived numbers."""
 
 import pytest
-
 from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.engines.vllm.rules import VllmRules, parse_vllm_version
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.vllm_rules import VllmRules, parse_vllm_version
 
 GIB = 2**30
 
@@ -81,9 +80,8 @@ def test_hybrid_state_blocks_follow_the_release_default():
 def test_cli_names_the_release_and_prints_its_log_lines():
     import json
 
-    from typer.testing import CliRunner
-
     from hkv.cli.main import app
+    from typer.testing import CliRunner
     result = CliRunner().invoke(app, ["plan", "qwen3.6-35b-a3b", "--kv-cache-dtype", "fp8", "--vllm-version", "0.24",
                                       "--max-model-len", "131072", "--available-kv-memory", "5.98GiB",
                                       "--enable-prefix-caching", "--format", "json"])

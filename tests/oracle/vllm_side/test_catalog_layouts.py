@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import functools
 
-import pytest
-
 import oracle_bridge as ob
-
+import pytest
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.compressed_attention import CompressedCacheSpec
 from hkv.planner.capacity import vllm_log_lines
-from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
+from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import LayoutUnavailableError
 
 GIB = 2**30

@@ -37,12 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 import tiny_models
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.capacity import vllm_log_lines
-from hkv.planner.vllm_rules import CURRENT_LOG_FORMAT
 from hkv.planner.budget.memory_budget import compute_memory_budget
+from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import PlanConfig
 from hkv.runtime.verify.vllm_startup_log import NOTE_KEYS, parse_startup_log

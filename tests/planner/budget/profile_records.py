@@ -18,7 +18,7 @@ from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runn
 from hkv.planner.budget.non_torch import non_torch_bytes
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
 from hkv.planner.budget.sampler_peak import SamplerPath, sampler_paths, sampler_profile
-from hkv.planner.vllm_rules import VllmRules
+from hkv.planner.engines.vllm.rules import VllmRules
 
 GIB = 2**30
 MM = ("XForConditionalGeneration",)  # a multimodal class name, for encoder_outputs_bytes

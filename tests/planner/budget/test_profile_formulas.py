@@ -7,7 +7,6 @@ memory: PIECEWISE=51 (largest=512), FULL=35 (largest=256)").
 from __future__ import annotations
 
 import pytest
-
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.budget_term import BudgetTerm
 from hkv.planner.budget.cudagraph_estimate import CudagraphEstimate, capture_sizes, cudagraph_estimate
@@ -17,8 +16,8 @@ from hkv.planner.budget.non_torch import non_torch_bytes
 from hkv.planner.budget.profile import Band, profile_terms
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
 from hkv.planner.budget.sampler_peak import SamplerPath, sampler_paths, sampler_profile
+from hkv.planner.engines.vllm.rules import VllmRules
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.vllm_rules import VllmRules
 
 GIB = 2**30
 MIB = 2**20

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from hkv.planner.errors import InvalidInputError
 from hkv.planner.budget.gpu_table import GIB
-from hkv.planner.vllm_log import VllmLog
+from hkv.planner.engines.vllm.log import VllmLog
+from hkv.planner.errors import InvalidInputError
 
 # vLLM's engine argument -> PlanConfig field, for the settings that pass through unchanged.
 _SAME_MEANING = {

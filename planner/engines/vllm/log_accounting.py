@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hkv.planner.logged_memory import GIB, LoggedFigure, LoggedMemory
-from hkv.planner.vllm_rules import VllmRules
+from hkv.planner.engines.vllm.logged_memory import GIB, LoggedFigure, LoggedMemory
+from hkv.planner.engines.vllm.rules import VllmRules
 
 NOT_SUBTRACTED = "graph estimate not subtracted"
 SUBTRACTED = "graph estimate subtracted"

@@ -13,11 +13,11 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
-from hkv.planner.errors import DoesNotFitError, InvalidInputError, LayoutUnavailableError
 from hkv.planner.budget.memory_budget import does_not_fit_error
+from hkv.planner.engines.vllm.layout import vllm_prefix_caching
+from hkv.planner.engines.vllm.serve_env import serve_env
+from hkv.planner.errors import DoesNotFitError, InvalidInputError, LayoutUnavailableError
 from hkv.planner.plan import Plan
-from hkv.planner.serve_env import serve_env
-from hkv.planner.vllm_layout import vllm_prefix_caching
 
 SERVE_TARGETS = ("vllm",)  # the choices of --emit
 FLAGS_VLLM_VERSION = "0.33.0"  # the release whose flag names the command uses

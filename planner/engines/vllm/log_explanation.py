@@ -25,15 +25,15 @@ from typing import Any
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.layer_desc import AttentionDesc
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.engines.vllm.log import VllmLog
+from hkv.planner.engines.vllm.log_anomalies import Anomaly, detect_anomalies
+from hkv.planner.engines.vllm.log_budget_terms import BudgetComparison, compare_budget
+from hkv.planner.engines.vllm.log_inputs import budget_band, hybrid_manager_disabled_by_flag, log_plan_fields
+from hkv.planner.engines.vllm.log_reasons import layout_reasons
+from hkv.planner.engines.vllm.rules import NEWEST_MODELED, OLDEST_MODELED, format_version, parse_vllm_version
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
-from hkv.planner.log_anomalies import Anomaly, detect_anomalies
-from hkv.planner.log_budget_terms import BudgetComparison, compare_budget
-from hkv.planner.log_inputs import budget_band, hybrid_manager_disabled_by_flag, log_plan_fields
-from hkv.planner.log_reasons import layout_reasons
 from hkv.planner.plan import Plan, plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.vllm_log import VllmLog
-from hkv.planner.vllm_rules import NEWEST_MODELED, OLDEST_MODELED, format_version, parse_vllm_version
 
 # Releases tried, in order, when the log names none (module docstring).
 _ONE_LINE_RELEASES = ("0.32.0", "0.28.0")

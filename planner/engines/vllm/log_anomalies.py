@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hkv.planner.log_accounting import AccountingCheck
-from hkv.planner.log_budget_terms import BudgetComparison, unified_memory_device
-from hkv.planner.logged_memory import GIB, LoggedMemory
-from hkv.planner.vllm_log import VllmLog
+from hkv.planner.engines.vllm.log import VllmLog
+from hkv.planner.engines.vllm.log_accounting import AccountingCheck
+from hkv.planner.engines.vllm.log_budget_terms import BudgetComparison, unified_memory_device
+from hkv.planner.engines.vllm.logged_memory import GIB, LoggedMemory
 
 IN_USE_THRESHOLD_BYTES = GIB  # CUDA context and allocator slack stay below this on one GPU
 

@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hkv.planner.engines.vllm.logged_memory import LoggedMemory
+from hkv.planner.engines.vllm.memory_lines import read_logged_memory
 from hkv.planner.errors import InvalidInputError
-from hkv.planner.logged_memory import LoggedMemory
-from hkv.planner.vllm_memory_lines import read_logged_memory
 
 _VERSION_RES = (
     re.compile(r"vLLM (?:API )?server version (v?\d+\.\d+[\w.+-]*)"),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from hkv.model_specs.errors import InputError
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.budget_term import BudgetTerm
 from hkv.planner.budget.gpu_table import GPUS, get_gpu
@@ -28,15 +29,14 @@ from hkv.planner.budget.memory_budget import MemoryBudget, compute_memory_budget
 from hkv.planner.budget.model_runner import uses_v2_runner
 from hkv.planner.budget.profile import has_state
 from hkv.planner.budget.quantization.dispatch import ONLINE
-from hkv.model_specs.errors import InputError
+from hkv.planner.engines.vllm.log import VllmLog
+from hkv.planner.engines.vllm.log_accounting import AccountingCheck, check_accounting
+from hkv.planner.engines.vllm.log_inputs import log_plan_fields
+from hkv.planner.engines.vllm.logged_memory import LoggedFigure, LoggedMemory
+from hkv.planner.engines.vllm.logged_value import LoggedValue
+from hkv.planner.engines.vllm.rules import VllmRules
 from hkv.planner.errors import PlanError
-from hkv.planner.log_accounting import AccountingCheck, check_accounting
-from hkv.planner.log_inputs import log_plan_fields
-from hkv.planner.logged_memory import LoggedFigure, LoggedMemory
-from hkv.planner.logged_value import LoggedValue
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.vllm_log import VllmLog
-from hkv.planner.vllm_rules import VllmRules
 
 _SOURCE_ORDER = ("given", "header", "config", "estimate")  # most to least exact
 

@@ -13,18 +13,24 @@ from math import lcm
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.attention_backend import plan_block_size
-from hkv.planner.errors import LayoutUnavailableError
-from hkv.planner.gdn_checkpoints import gdn_checkpoint_alignment
-from hkv.planner.layout import Layout, cdiv
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.compressed_attention_layout import has_sliding_mla_window, packed_paged_groups
+from hkv.planner.engines.vllm.gdn_checkpoints import gdn_checkpoint_alignment
+from hkv.planner.engines.vllm.rules import DEFAULT_VLLM_VERSION, MAMBA_ALL_MODE_FAMILIES, VllmRules
+from hkv.planner.errors import LayoutUnavailableError
+from hkv.planner.layout import Layout, cdiv
 from hkv.planner.paged_layer import (
-    PagedLayer, attention_page_layers, bucket_by_spec, owned_cache_layers, pp_stage_of, split_strided,
-    uniform_type, unify_page_sizes,
+    PagedLayer,
+    attention_page_layers,
+    bucket_by_spec,
+    owned_cache_layers,
+    pp_stage_of,
+    split_strided,
+    uniform_type,
+    unify_page_sizes,
 )
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.pool_sizing import StateBlocks, size_pool, to_kv_groups
-from hkv.planner.vllm_rules import DEFAULT_VLLM_VERSION, MAMBA_ALL_MODE_FAMILIES, VllmRules
 
 _MIN_KERNEL_BLOCK = 16  # FlashAttention's MultipleOf(16)
 _MLA_MIN_BLOCK = 128
