@@ -1,0 +1,41 @@
+"""The SGLang server arguments that change how it sizes its memory pools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_SGLANG_VERSION = "0.5.23"
+
+
+@dataclass(frozen=True)
+class SglangServerArgs:
+    """`sglang serve` / `launch_server` arguments that change sizing, with SGLang 0.5.23's defaults.
+
+    None means "SGLang chooses": the model's length for `context_length`, a GPU-memory tier for
+    `chunked_prefill_size`, `cuda_graph_max_bs` and `mem_fraction_static`, the pool-derived cap for
+    `max_running_requests` and `max_mamba_cache_size`. `version` is the SGLang release to follow
+    (`--sglang-version`); `rules.for_sglang_version` says what changed between releases."""
+
+    tp_size: int = 1
+    pp_size: int = 1
+    context_length: int | None = None
+    chunked_prefill_size: int | None = None
+    cuda_graph_max_bs: int | None = None
+    mem_fraction_static: float | None = None
+    page_size: int = 1
+    swa_full_tokens_ratio: float = 0.8
+    mamba_full_memory_ratio: float = 0.9
+    max_running_requests: int | None = None
+    max_mamba_cache_size: int | None = None
+    disable_radix_cache: bool = False
+    kv_cache_dtype: str = "auto"
+    speculative_algorithm: str | None = None
+    speculative_num_draft_tokens: int | None = None
+    version: str = DEFAULT_SGLANG_VERSION
+    # Fields beyond the shared contract (same SGLang defaults).
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    max_total_tokens: int | None = None
+    disable_hybrid_swa_memory: bool = False
+    mamba_ssm_dtype: str | None = None  # None: the model config's, else float32
+    dtype: str = "auto"
