@@ -19,6 +19,7 @@ from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.family_defaults import QUIET_DEFAULT_KEYS, defaults_for, family_of
 from hkv.model_specs.compressed_attention import compressed_cache_layers, compressed_draft_layers
 from hkv.model_specs.dory_layers import dory_cache_layers
+from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES, domyn_edge_cache_layers
 from hkv.model_specs.inkling_layers import inkling_cache_layers
 from hkv.model_specs.indexer_cache import indexer_desc
 from hkv.model_specs.kv_sharing import kv_share_targets
@@ -147,7 +148,8 @@ def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_laye
 # Families whose layers cache more than their attention and mixer (Inkling: a conv state per layer).
 FAMILY_CACHE_LAYERS = {"inkling_text": inkling_cache_layers, "deepseek_v4": compressed_cache_layers,
                        "dots3_note": padded_latent_layers, "dots3_note_text": padded_latent_layers,
-                       "dory": dory_cache_layers}
+                       "dory": dory_cache_layers,
+                       **{family: domyn_edge_cache_layers for family in DOMYN_EDGE_FAMILIES}}
 # Families whose MTP layers are not copies of their first full-attention layer.
 FAMILY_DRAFT_LAYERS = {"deepseek_v4": compressed_draft_layers, "dots3_note": padded_latent_draft_layers,
                        "dots3_note_text": padded_latent_draft_layers}

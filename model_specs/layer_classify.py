@@ -6,6 +6,7 @@ from hkv.model_specs import layer_rules as rules
 from hkv.model_specs.compressed_attention import compressed_layer_types
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.dory_layers import dory_layer_types
+from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES, domyn_edge_layer_types
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.inkling_layers import inkling_layer_types
 from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList, kinds_from_names
@@ -73,6 +74,8 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "alice_ai": rules.alice_ai_layers,  # gated full attention + Kimi delta attention per layer_types
     "dory": dory_layer_types,  # looped: one cache per loop per recurrent layer, dory_layers.py
     **{family: rules.step5_refused for family in ("step5", "step5_vl")},  # summary cache + CSA tail ring
+    # DomynEdge: full or sliding (window + 1) per window_sizes, head size per layer (domyn_edge_layers.py)
+    **{family: domyn_edge_layer_types for family in DOMYN_EDGE_FAMILIES},
 }
 
 # Attributes that mean "not plain full attention" for a model_type without a rule.

