@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
 from hkv.model_specs.cache_spec import CacheRole, StateCacheSpec
+from hkv.model_specs.compressed_attention import CompressedCacheDesc
 from hkv.model_specs.errors import InputError
 from hkv.model_specs.layer_desc import AttentionDesc, RecurrentDesc
 from hkv.model_specs.model_spec import ModelSpec
@@ -26,12 +26,20 @@ from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.errors import DoesNotFitError
 from hkv.planner.plan import Plan, plan
 from hkv.planner.plan_config import (
-    DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_SEQS, PlanConfig,
+    DEFAULT_BLOCK_SIZE,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_MAX_NUM_SEQS,
+    PlanConfig,
 )
 from hkv.planner.sizes import format_bytes
 from hkv.runtime.errors import InvalidOptionError
 from hkv.runtime.live.hf_loader import (
-    check_model_dir, eos_token_ids, load_causal_lm, load_config, load_tokenizer, model_dtype,
+    check_model_dir,
+    eos_token_ids,
+    load_causal_lm,
+    load_config,
+    load_tokenizer,
+    model_dtype,
 )
 from hkv.runtime.live.host_memory import available_host_memory_bytes
 from hkv.runtime.live.model_runner import ModelRunner
@@ -109,8 +117,13 @@ def _missing_pieces(spec: ModelSpec, attention: Sequence[AttentionDesc]) -> list
         missing.append("its attention has unequal K/V head sizes, and the paged attention path stores K and V "
                        "of one head size (or an MLA latent)")
     if any(layer.role is CacheRole.INDEXER for layer in attention):
-        missing.append("its sparse attention's lightning indexer keeps a key cache of its own (DeepSeek Sparse "
-                       "Attention), which hkv run does not bind; it attends over the whole MLA latent only")
+        missing.append("its sparse attention keeps an index-key cache of its own (DeepSeek Sparse Attention's "
+                       "lightning indexer, MiniMax-M3's index keys), which hkv run does not bind; it attends over "
+                       "whole K/V or MLA latent pages only")
+    if any(isinstance(layer, CompressedCacheDesc) for layer in attention):
+        missing.append("its compressed attention (DeepSeek-V4: a sliding window, 4:1 and 128:1 compressed "
+                       "latents with their compressor states) has no binding; hkv run pages uncompressed K/V "
+                       "or MLA latents only")
     recurrent = {layer.variant for layer in spec.cache_layers if isinstance(layer, RecurrentDesc)}
     unrun = sorted(recurrent - RUN_STATE_VARIANTS)
     if unrun:

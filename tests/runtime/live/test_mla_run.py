@@ -213,9 +213,14 @@ def test_mla_checkpoint_configs_open(tmp_path, catalog_name, num_latent_layers):
     assert {(layer.head_dim, layer.head_dim_v) for layer in latent} == {(576, 0)}
 
 
-@pytest.mark.parametrize("catalog_name", ["deepseek-v3.2", "glm-5"])
-def test_sparse_attention_is_refused_naming_the_indexer(tmp_path, catalog_name):
-    with pytest.raises(UnsupportedModelError, match="lightning indexer keeps a key cache of its own"):
+@pytest.mark.parametrize(("catalog_name", "missing_piece"), [
+    ("deepseek-v3.2", "keeps an index-key cache of its own"),
+    ("glm-5", "keeps an index-key cache of its own"),
+    ("minimax-m3", "keeps an index-key cache of its own"),
+    ("deepseek-v4-flash", "compressed attention .* has no binding"),
+])
+def test_sparse_and_compressed_attention_are_refused_naming_the_piece(tmp_path, catalog_name, missing_piece):
+    with pytest.raises(UnsupportedModelError, match=missing_piece):
         open_model(str(checkpoint_dir(tmp_path, catalog_name)))
 
 
