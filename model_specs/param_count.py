@@ -19,6 +19,8 @@ from hkv.model_specs import param_count_ssm as ssm
 from hkv.model_specs.param_count_beam import beam
 from hkv.model_specs.param_count_flint import flint
 from hkv.model_specs.param_count_domyn_edge import domyn_edge
+from hkv.model_specs.param_count_dory import dory
+from hkv.model_specs.param_count_alice_ai import alice_ai
 from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.param_count_common import Kinds
@@ -73,6 +75,8 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "beam": beam,  # gated GQA + MoE / dense per mlp_layer_types (param_count_beam.py)
     "flint": flint,  # GQA + sinks, MoE + shared expert unless mlp_only_layers (param_count_flint.py)
     **{family: domyn_edge for family in DOMYN_EDGE_FAMILIES},  # head size per layer (param_count_domyn_edge.py)
+    "dory": dory,  # one attention or MLP sublayer per layer, nGPT scales (param_count_dory.py)
+    "alice_ai": alice_ai,  # KDA / gated full attention, MoE + shared expert, AttnRes (param_count_alice_ai.py)
     "mamba2": ssm.mamba2,
     "mamba": ssm.mamba1,
     "falcon_mamba": ssm.mamba1,
