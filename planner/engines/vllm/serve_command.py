@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
+from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.memory_budget import does_not_fit_error
 from hkv.planner.engines.vllm.layout import vllm_prefix_caching
 from hkv.planner.engines.vllm.serve_env import serve_env
@@ -86,9 +87,14 @@ def build_vllm_serve_command(plan: Plan) -> ServeCommand:
 
 
 def served_model(plan: Plan) -> str:
-    """What `vllm serve` loads: the HF id of a catalog, HF-cache or Hub spec; the local path that was
-    given otherwise (a config file's folder: vLLM loads folders), "./"-prefixed when relative."""
-    model = plan.model
+    """What `vllm serve` loads: `model_reference(plan.model)`."""
+    return model_reference(plan.model)
+
+
+def model_reference(model: ModelSpec) -> str:
+    """What an engine loads (vLLM's model, SGLang's --model-path): the HF id of a catalog, HF-cache or
+    Hub spec; the local path that was given otherwise (a config file's folder: engines load folders),
+    "./"-prefixed when relative."""
     if not model.source or model.source.startswith(("catalog:", "hf-cache:", "hub:")):
         return model.model_id or model.name
     path = PurePath(model.source)
