@@ -16,16 +16,17 @@ from hkv.model_specs import param_count_classic as classic
 from hkv.model_specs import param_count_hybrid as hybrid
 from hkv.model_specs import param_count_lfm as lfm
 from hkv.model_specs import param_count_ssm as ssm
-from hkv.model_specs.param_count_beam import beam
-from hkv.model_specs.param_count_flint import flint
-from hkv.model_specs.param_count_domyn_edge import domyn_edge
-from hkv.model_specs.param_count_dory import dory
-from hkv.model_specs.param_count_alice_ai import alice_ai
-from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES
 from hkv.model_specs.config_view import ConfigView
+from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES
+from hkv.model_specs.param_count_alice_ai import alice_ai
+from hkv.model_specs.param_count_beam import beam
 from hkv.model_specs.param_count_common import Kinds
 from hkv.model_specs.param_count_compressed import deepseek_v4
+from hkv.model_specs.param_count_domyn_edge import domyn_edge
+from hkv.model_specs.param_count_dory import dory
+from hkv.model_specs.param_count_dots3 import dots3
 from hkv.model_specs.param_count_dsa import dsa
+from hkv.model_specs.param_count_flint import flint
 from hkv.model_specs.param_count_gemma3n import gemma3n
 from hkv.model_specs.param_count_gemma4 import gemma4
 from hkv.model_specs.param_count_inkling import inkling
@@ -77,6 +78,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     **{family: domyn_edge for family in DOMYN_EDGE_FAMILIES},  # head size per layer (param_count_domyn_edge.py)
     "dory": dory,  # one attention or MLP sublayer per layer, nGPT scales (param_count_dory.py)
     "alice_ai": alice_ai,  # KDA / gated full attention, MoE + shared expert, AttnRes (param_count_alice_ai.py)
+    **{family: dots3 for family in ("dots3_note", "dots3_note_text")},  # DSA + sliding MLA (param_count_dots3.py)
     "mamba2": ssm.mamba2,
     "mamba": ssm.mamba1,
     "falcon_mamba": ssm.mamba1,

@@ -19,7 +19,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.errors import InvalidConfigError

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from hkv.model_specs.from_hf_config import from_hf_config
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
@@ -72,3 +71,61 @@ def test_alice_ai_without_shared_expert() -> None:
     48 x 3,145,728 = 150,994,944 fewer."""
     config = {**_config("alice_ai"), "shared_expert_intermediate_size": 0}
     assert from_hf_config(config, "alice").num_params == 79_635_936_896 - 150_994_944
+
+
+# dots3 in the checkpoint's spelling (vLLM's Dots3NoteConfig reads swa_* and first_k_dense_replace);
+# transformers' Dots3NoteTextConfig folds the same keys into per_layer_config and mlp_layer_types.
+TINY_DOTS3 = {
+    "model_type": "dots3_note_text", "architectures": ["Dots3NoteForCausalLM"], "vocab_size": 97, "hidden_size": 64,
+    "intermediate_size": 96, "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": 32,
+    "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8, "head_dim": 16, "n_routed_experts": 4,
+    "n_shared_experts": 1, "moe_intermediate_size": 24, "num_experts_per_tok": 2, "index_n_heads": 2, "index_head_dim": 16,
+    "index_topk": 4, "first_k_dense_replace": 2, "swa_num_attention_heads": 2, "swa_num_key_value_heads": 2, "swa_q_lora_rank": 24,
+    "swa_kv_lora_rank": 12, "swa_head_dim": 20, "swa_qk_nope_head_dim": 12, "swa_qk_rope_head_dim": 8, "swa_v_head_dim": 10,
+    "sliding_window_size": 8, "max_position_embeddings": 64, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+    "layer_types": ["indexed_attention", "indexed_attention", "sliding_attention", "sliding_attention",
+                 "sliding_attention", "indexed_attention"]}
+
+
+def _tiny_dots3_transformers(**changes: object) -> tuple:
+    transformers = pytest.importorskip("transformers")
+    keys = {k: v for k, v in TINY_DOTS3.items() if k not in ("model_type", "architectures")}
+    return transformers, transformers.Dots3NoteTextConfig(**{**keys, **changes}, shared_experts_intermediate_size=24)
+
+
+def test_dots3_checkpoint_keys_equal_transformers() -> None:
+    transformers, cfg = _tiny_dots3_transformers()
+    expected = _transformers_count(transformers.Dots3NoteForCausalLM(cfg))
+    assert from_hf_config(TINY_DOTS3, "tiny-dots3").num_params == expected
+
+
+def test_dots3_transformers_spelling_equals_transformers() -> None:
+    """per_layer_config + mlp_layer_types (dense layers 0, 2, 5), tied embeddings."""
+    transformers, cfg = _tiny_dots3_transformers(
+        first_k_dense_replace=None, tie_word_embeddings=True,
+        mlp_layer_types=["dense", "sparse", "dense", "sparse", "sparse", "dense"])
+    expected = _transformers_count(transformers.Dots3NoteForCausalLM(cfg))
+    assert from_hf_config(cfg.to_dict(), "tiny-dots3").num_params == expected
+
+
+def test_dots3_fixture_equals_transformers() -> None:
+    """The 46-layer fixture (transformers' default geometry), built on the meta device: 279,551,718,016."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    raw = _config("dots3_note_text")
+    cfg = transformers.Dots3NoteTextConfig(
+        **{k: v for k, v in raw.items() if k not in ("architectures", "model_type", "transformers_version")})
+    with torch.device("meta"):
+        expected = _transformers_count(transformers.Dots3NoteForCausalLM(cfg))
+    assert expected == 279_551_718_016
+    assert from_hf_config(raw, "dots3").num_params == expected
+
+
+def test_dots3_elementwise_gate_by_hand() -> None:
+    """attention_gate_type other than "headwise" widens g_proj to heads x v_head_dim (model.py l.309-320;
+    transformers builds only headwise): 3 indexed layers x 64 x (4 x 8 - 4) = 5,376 more; the sliding layers
+    read their own swa_attention_gate_type (l.414): 3 x 64 x (2 x 10 - 2) = 3,456 more with it."""
+    headwise = from_hf_config(TINY_DOTS3, "tiny-dots3").num_params
+    assert from_hf_config({**TINY_DOTS3, "attention_gate_type": "elementwise"}, "t").num_params == headwise + 5_376
+    both = {**TINY_DOTS3, "attention_gate_type": "elementwise", "swa_attention_gate_type": "elementwise"}
+    assert from_hf_config(both, "t").num_params == headwise + 5_376 + 3_456
