@@ -1,0 +1,55 @@
+"""EngineSummary: one engine's answer to "how many of my requests fit", in figures both engines have,
+so `hkv plan --engine vllm,sglang` can set them side by side.
+
+The engines count differently and the summary keeps each one's own meaning: `kv_cache_tokens` is
+vLLM's "GPU KV cache size" and SGLang's full-attention pool (`max_total_num_tokens`); SGLang alone
+has a separate sliding-window pool (`swa_tokens`) and recurrent-state slots (`state_slots`).
+`logged_capacity` is each engine's own capacity line as hkv predicts it. `max_running_requests` is
+vLLM's max_num_seqs and SGLang's resolved max_running_requests. `sustained_concurrency` is
+max-length requests that run at once without a preemption, None where hkv does not predict it.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hkv.planner.plan import Plan
+
+
+@dataclass(frozen=True)
+class EngineSummary:
+    engine: str  # "vllm", "sglang"
+    version: str  # the release the figures follow
+    fits: bool  # the weights fit and one max-length request fits
+    available_kv_bytes: int  # the memory the engine sizes its KV pools from
+    max_model_len: int  # vLLM's max_model_len, SGLang's context_len
+    kv_cache_tokens: int
+    swa_tokens: int | None
+    state_slots: int | None
+    max_running_requests: int
+    sustained_concurrency: int | None
+    logged_capacity: tuple[str, ...]  # the capacity line(s) the engine prints, as hkv predicts them
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": self.engine, "version": self.version, "fits": self.fits,
+                "available_kv_bytes": self.available_kv_bytes, "max_model_len": self.max_model_len,
+                "kv_cache_tokens": self.kv_cache_tokens, "swa_tokens": self.swa_tokens,
+                "state_slots": self.state_slots, "max_running_requests": self.max_running_requests,
+                "sustained_concurrency": self.sustained_concurrency,
+                "logged_capacity": list(self.logged_capacity)}
+
+
+def vllm_summary(plan: Plan) -> EngineSummary:
+    """The plan's `vllm` layout (KeyError-free: a plan always holds it unless vLLM cannot serve the
+    model, which plan() raises for)."""
+    report = plan.reports["vllm"]
+    capacity = report.capacity
+    return EngineSummary(
+        engine="vllm", version=plan.config.vllm_rules().name,
+        fits=plan.budget.fits and capacity.max_num_requests > 0,
+        available_kv_bytes=plan.budget.available_bytes, max_model_len=capacity.max_model_len,
+        kv_cache_tokens=capacity.kv_cache_tokens, swa_tokens=None, state_slots=None,
+        max_running_requests=plan.budget.max_num_seqs, sustained_concurrency=capacity.sustained_concurrency,
+        logged_capacity=report.log_lines)

@@ -1,0 +1,167 @@
+"""explain_sglang_log: re-size SGLang's pools with a start-up log's own inputs and check each pool
+figure it printed against hkv's reproduction.
+
+The inputs are the log's server_args dump (its resolved mem_fraction_static included), overridden
+by what the caller gives. The budget is SGLang's profiled rest (kv_cache_configurator.py,
+_profile_available_bytes): free memory after the weights - free memory before them x
+(1 - mem_fraction_static), from the "Load weight begin/end. avail mem=X GB" lines, each printed to
+0.01 GiB, so the rest is known to a band. Without those lines a given rest (--available-kv-memory)
+is used; without either, the band is every budget, and the checks then say whether ONE budget
+reproduces all printed figures together (the full pool pins it; the sliding pool, state slots and
+request cap must follow). Within the band the budget searched for is the smallest that gives the
+logged full-attention pool (pool sizes grow with the budget).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.engines.sglang.log import SglangLog
+from hkv.planner.engines.sglang.pools import SglangPools
+from hkv.planner.engines.sglang.server_args import SglangServerArgs
+from hkv.planner.engines.vllm.log_explanation import LogCheck
+from hkv.planner.errors import InvalidInputError, PlanError
+from hkv.planner.sizes import format_gib
+
+_MAX_BUDGET_BYTES = 2**41  # 2 TiB per rank: above any card's memory
+# SGLang's server_args names -> SglangServerArgs fields, where they differ.
+_ARG_NAMES = {"cuda_graph_max_bs_decode": "cuda_graph_max_bs"}
+ResolvePools = Callable[[ModelSpec, SglangServerArgs, int, float], SglangPools]
+
+
+@dataclass(frozen=True)
+class SglangLogExplanation:
+    checks: tuple[LogCheck, ...]
+    args: SglangServerArgs  # the inputs the pools were resized with (log, then caller)
+    pools: SglangPools | None  # hkv's pools at the budget found; None when none in the band gives the full pool
+    band: tuple[int, int]  # the profiled rests the printed memory stands for (bytes)
+    band_source: str  # "log", "given" or "none (inferred from the pool)"
+    assumptions: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+def log_server_args(log: SglangLog, given: Mapping[str, Any]) -> SglangServerArgs:
+    """SglangServerArgs from the log's server_args dump, then `given` (SglangServerArgs fields)."""
+    names = {f.name for f in fields(SglangServerArgs)}
+    from_log = {_ARG_NAMES.get(key, key): value for key, value in log.args.items()}
+    values = {name: value for name, value in from_log.items() if name in names and value is not None}
+    values.pop("version", None)
+    return replace(SglangServerArgs(), **{**values, **given})
+
+
+def explain_sglang_log(log: SglangLog, model: ModelSpec, given: Mapping[str, Any],
+                       available_bytes: int | None, resolve_pools: ResolvePools) -> SglangLogExplanation:
+    """`given`: SglangServerArgs fields the caller set; `available_bytes`: a profiled rest the caller
+    gave. InvalidInputError when neither the log nor the caller gives mem_fraction_static, or the
+    log prints no pool figure."""
+    args = log_server_args(log, given)
+    if args.mem_fraction_static is None:
+        raise InvalidInputError("the log's server_args give no mem_fraction_static: pass --mem-fraction-static "
+                                "(SGLang prints the one it used in its server_args line)",
+                                fields=("mem_fraction_static",))
+    mfs = args.mem_fraction_static
+    target = _logged_full_tokens(log)
+    if target is None:
+        raise InvalidInputError("the log prints no pool size (\"max_total_num_tokens=\", \"KV Cache is allocated\", "
+                                "\"Use sliding window memory pool\", \"SWAKVPool\"); paste SGLang's start-up log",
+                                fields=("log_file",))
+    band, source = _band(log, mfs, available_bytes)
+
+    def pools_at(budget: int) -> SglangPools | None:
+        try:
+            return resolve_pools(model, args, budget, mfs)
+        except PlanError:  # SGLang refuses budgets this small (too few tokens, no state slot)
+            return None
+
+    budget = _smallest_budget(pools_at, band, target)
+    pools = None if budget is None else pools_at(budget)
+    assumptions = tuple(f"{name} = SGLang's default ({getattr(args, name)})" for name in
+                        ("page_size", "swa_full_tokens_ratio", "mamba_full_memory_ratio")
+                        if name not in log.args and name not in given)
+    return SglangLogExplanation(_checks(log, pools), args, pools, band, source, assumptions)
+
+
+def _logged_full_tokens(log: SglangLog) -> int | None:
+    """The full-attention pool from whichever line printed it."""
+    summary_tokens = None if log.summary is None else log.summary.max_total_num_tokens
+    kv_tokens = None if log.kv_pool is None else log.kv_pool.num_tokens
+    for value in (log.full_layer_tokens, log.swa_pool_full_tokens, summary_tokens, kv_tokens):
+        if value is not None:
+            return value
+    return None
+
+
+def _band(log: SglangLog, mfs: float, available_bytes: int | None) -> tuple[tuple[int, int], str]:
+    if available_bytes is not None:
+        return (available_bytes, available_bytes), "given"
+    if log.load_begin_avail is not None and log.load_end_avail is not None:
+        begin_low, begin_high = log.load_begin_avail.interval
+        end_low, end_high = log.load_end_avail.interval
+        slack = 1 - mfs
+        return (max(0, int(end_low - begin_high * slack)), max(0, int(end_high - begin_low * slack))), "log"
+    return (0, _MAX_BUDGET_BYTES), "none (inferred from the pool)"
+
+
+def _smallest_budget(pools_at: Callable[[int], SglangPools | None], band: tuple[int, int], target: int) -> int | None:
+    """The smallest budget in `band` whose full pool is `target` tokens; None when none is."""
+    def tokens(budget: int) -> int:
+        pools = pools_at(budget)
+        return -1 if pools is None else pools.max_total_num_tokens
+
+    low, high = band
+    if tokens(high) < target:
+        return None
+    while low < high:  # the smallest budget with at least `target` tokens
+        middle = (low + high) // 2
+        if tokens(middle) >= target:
+            high = middle
+        else:
+            low = middle + 1
+    return low if tokens(low) == target else None
+
+
+def _checks(log: SglangLog, pools: SglangPools | None) -> tuple[LogCheck, ...]:
+    """One check per printed pool figure, against hkv's pools (None: "no budget in the band")."""
+    summary = log.summary
+    cap = log.mamba_cap
+    logged: list[tuple[str, int | None, Callable[[SglangPools], int | None]]] = [
+        ("full_layer_tokens", log.full_layer_tokens, lambda p: p.max_total_num_tokens),
+        ("swa_layer_tokens", log.swa_layer_tokens, lambda p: p.swa_tokens),
+        ("SWAKVPool full size", log.swa_pool_full_tokens, lambda p: p.max_total_num_tokens),
+        ("SWAKVPool swa size", log.swa_pool_swa_tokens, lambda p: p.swa_tokens),
+        ("KV Cache #tokens", None if log.kv_pool is None else log.kv_pool.num_tokens, lambda p: p.max_total_num_tokens),
+        ("SWA KV Cache #tokens", None if log.swa_kv_pool is None else log.swa_kv_pool.num_tokens,
+         lambda p: p.swa_tokens),
+        ("max_mamba_cache_size", log.max_mamba_cache_size, lambda p: p.max_mamba_cache_size),
+        ("mamba cap max_mamba_cache_size", None if cap is None else cap.max_mamba_cache_size,
+         lambda p: p.max_mamba_cache_size),
+        ("mamba cap max_running_requests", None if cap is None else cap.max_running_requests,
+         lambda p: p.max_running_requests),
+        ("max_total_num_tokens", None if summary is None else summary.max_total_num_tokens,
+         lambda p: p.max_total_num_tokens),
+        ("max_running_requests", None if summary is None else summary.max_running_requests,
+         lambda p: p.max_running_requests),
+        ("context_len", None if summary is None else summary.context_len, lambda p: p.context_len),
+    ]
+    checks = []
+    for name, value, ours in logged:
+        if value is None:
+            continue
+        mine = None if pools is None else ours(pools)
+        text = "no budget in the band gives the logged pool" if pools is None else (
+            "none" if mine is None else f"{mine:,}")
+        checks.append(LogCheck(name, f"{value:,}", text, mine == value))
+    return tuple(checks)
+
+
+def band_text(band: tuple[int, int]) -> str:
+    low, high = band
+    return format_gib(low) if low == high else f"{format_gib(low)} to {format_gib(high)}"
