@@ -12,8 +12,8 @@ class SglangServerArgs:
     """`sglang serve` / `launch_server` arguments that change sizing, with SGLang 0.5.23's defaults.
 
     None means "SGLang chooses": the model's length for `context_length`, a GPU-memory tier for
-    `chunked_prefill_size`, `cuda_graph_max_bs` and `mem_fraction_static`, the pool-derived cap for
-    `max_running_requests` and `max_mamba_cache_size`. `version` is the SGLang release to follow
+    `chunked_prefill_size`, `cuda_graph_max_bs` and `mem_fraction_static`, the model's page size for
+    `page_size`, the pool-derived cap for `max_running_requests` and `max_mamba_cache_size`. `version` is the SGLang release to follow
     (`--sglang-version`); `rules.for_sglang_version` says what changed between releases."""
 
     tp_size: int = 1
@@ -22,7 +22,7 @@ class SglangServerArgs:
     chunked_prefill_size: int | None = None
     cuda_graph_max_bs: int | None = None
     mem_fraction_static: float | None = None
-    page_size: int = 1
+    page_size: int | None = None  # None: SGLang's default (1 on CUDA; 64 for DSA models)
     swa_full_tokens_ratio: float = 0.8
     mamba_full_memory_ratio: float = 0.9
     max_running_requests: int | None = None

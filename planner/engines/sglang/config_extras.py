@@ -1,0 +1,53 @@
+"""The few config.json values SGLang's sizing reads that hkv's ModelSpec does not keep."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# SGLang's stand-ins when a vision_config lacks them (adjust_mem_fraction_for_vlm: a ViT-L/14).
+DEFAULT_VIT_LAYERS = 24
+DEFAULT_VIT_HIDDEN_SIZE = 1024
+
+
+@dataclass(frozen=True)
+class SglangConfigExtras:
+    """Values read straight from config.json.
+
+    `has_vision_config`: the config carries a vision_config (SGLang lowers mem_fraction_static for
+    multimodal models by the tower's size, `vit_layers` x `vit_hidden_size`^2). `mamba_ssm_dtype`:
+    the config's SSM state dtype (SGLang's default is float32, whatever the weights). `kv_lora_rank`
+    and `qk_rope_head_dim`: MLA latent widths, for families hkv's spec pages per head (MiniCPM3)."""
+
+    has_vision_config: bool = False
+    vit_layers: int = DEFAULT_VIT_LAYERS
+    vit_hidden_size: int = DEFAULT_VIT_HIDDEN_SIZE
+    mamba_ssm_dtype: str | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+
+    @classmethod
+    def from_hf_config(cls, config: Mapping[str, Any]) -> SglangConfigExtras:
+        text = config.get("text_config")
+        text = text if isinstance(text, Mapping) else config
+        vision = config.get("vision_config")
+        ssm = text.get("mamba_ssm_dtype", config.get("mamba_ssm_dtype"))
+        return cls(
+            has_vision_config=isinstance(vision, Mapping),
+            vit_layers=int(_get(vision, "num_hidden_layers", DEFAULT_VIT_LAYERS)),
+            vit_hidden_size=int(_get(vision, "hidden_size", DEFAULT_VIT_HIDDEN_SIZE)),
+            mamba_ssm_dtype=str(ssm) if ssm is not None else None,
+            kv_lora_rank=_int_or_none(text.get("kv_lora_rank")),
+            qk_rope_head_dim=_int_or_none(text.get("qk_rope_head_dim")),
+        )
+
+
+def _get(section: object, key: str, default: int) -> object:
+    if isinstance(section, Mapping) and section.get(key) is not None:
+        return section[key]
+    return default
+
+
+def _int_or_none(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

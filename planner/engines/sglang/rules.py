@@ -1,0 +1,82 @@
+"""SGLang's pool-sizing rules, release by release (the `--sglang-version` the `sglang` engine follows).
+
+Each field is one rule that changed; `for_sglang_version` says where. The boundaries were read from
+the released wheels' source (sglang 0.5.10 to 0.5.23: srt/model_executor/model_runner_kv_cache_mixin.py
+and pool_configurator.py up to 0.5.17, srt/mem_cache/kv_cache_configurator.py after):
+
+| rule                                                  | before                     | from    |
+|-------------------------------------------------------|----------------------------|---------|
+| hybrid SWA: full = rest // (F n_full + r S n_swa)     | T = rest // (F n_full + S n_swa), | 0.5.11 (2026-04) |
+|                                                       | full = T (F n_full + S n_swa) / (F n_full + r S n_swa) |  |
+| requested --max-running-requests capped by tokens // 2 | capped by the 2,048-4,096 estimate | 0.5.14 |
+| Mamba pool: one padding slot charged, K = (budget - slot) // slot | K = budget // slot | 0.5.17 |
+| multimodal: SGLANG_VLM_CACHE_SIZE_MB (100 MiB) out of the rest | not reserved       | 0.5.18 |
+| default mem_fraction_static modeled (memory_hook.py)   | changed in most releases: pass --mem-fraction-static | 0.5.23 |
+
+The default mem_fraction_static moved from server_args.py (piecewise CUDA graph tokens, a 4-6 GiB
+speculative reserve, 2,048-token MLA capture) to arg_groups/memory_hook.py in 0.5.19 and its tiers
+and caps changed again up to 0.5.23; hkv models 0.5.23's only and asks older releases for the value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hkv.planner.engines.sglang.server_args import DEFAULT_SGLANG_VERSION
+from hkv.planner.errors import InvalidInputError
+
+OLDEST_MODELED = (0, 5, 10)
+NEWEST_MODELED = (0, 5, 23)
+SWA_RATIO_CELL_FROM = (0, 5, 11)
+REQUESTED_RUNNING_TOKEN_CAP_FROM = (0, 5, 14)
+MAMBA_PADDING_SLOT_FROM = (0, 5, 17)
+MULTIMODAL_RESERVATION_FROM = (0, 5, 18)
+DEFAULT_MEM_FRACTION_MODELED_FROM = (0, 5, 23)
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:\.?(?:post|rc|dev)\d*)?$")
+
+
+def parse_sglang_version(text: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of "0.5.23", "v0.5.15.post1"; InvalidInputError for other text or a
+    release hkv does not model."""
+    match = _VERSION.match(text.strip())
+    if not match:
+        raise InvalidInputError(f"sglang_version must look like 0.5.23, got {text!r}", fields=("sglang_version",))
+    version = (int(match[1]), int(match[2]), int(match[3]))
+    if not OLDEST_MODELED <= version <= NEWEST_MODELED:
+        raise InvalidInputError(
+            f"sglang_version {text} is outside the releases hkv models ({_fmt(OLDEST_MODELED)} to "
+            f"{_fmt(NEWEST_MODELED)}); pass one of those", fields=("sglang_version",))
+    return version
+
+
+def _fmt(version: tuple[int, int, int]) -> str:
+    return ".".join(str(part) for part in version)
+
+
+@dataclass(frozen=True)
+class SglangRules:
+    """The sizing rules of one SGLang release."""
+
+    version: tuple[int, int, int]
+    swa_ratio_cell: bool  # hybrid SWA: full tokens = rest // (F n_full + r S n_swa) (else the re-split)
+    requested_running_token_cap: bool  # --max-running-requests capped by tokens // 2 (else by the estimate)
+    mamba_padding_slot: bool  # the state pool's padding slot is charged (K = (budget - slot) // slot)
+    multimodal_reservation: bool  # SGLANG_VLM_CACHE_SIZE_MB comes out of the rest for multimodal models
+    default_mem_fraction_modeled: bool  # hkv reproduces this release's default mem_fraction_static
+
+    @property
+    def version_text(self) -> str:
+        return _fmt(self.version)
+
+
+def for_sglang_version(text: str = DEFAULT_SGLANG_VERSION) -> SglangRules:
+    version = parse_sglang_version(text)
+    return SglangRules(
+        version=version,
+        swa_ratio_cell=version >= SWA_RATIO_CELL_FROM,
+        requested_running_token_cap=version >= REQUESTED_RUNNING_TOKEN_CAP_FROM,
+        mamba_padding_slot=version >= MAMBA_PADDING_SLOT_FROM,
+        multimodal_reservation=version >= MULTIMODAL_RESERVATION_FROM,
+        default_mem_fraction_modeled=version >= DEFAULT_MEM_FRACTION_MODELED_FROM,
+    )
