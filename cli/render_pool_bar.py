@@ -22,6 +22,7 @@ KIND_GLYPHS: dict[CacheKind, tuple[str, str]] = {  # kind -> (glyph, style)
     CacheKind.SLIDING: ("▓", "green"),
     CacheKind.CHUNKED: ("▚", "yellow"),
     CacheKind.RECURRENT: ("▞", "magenta"),
+    CacheKind.CIRCULAR: ("◎", "cyan"),  # Step5's CSA tail rings: one block per request
 }
 PADDING_GLYPH = ("▒", "red")
 FREE_GLYPH = ("░", "dim")

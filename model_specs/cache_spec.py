@@ -18,6 +18,7 @@ class CacheKind(str, Enum):
     SLIDING = "sliding"
     CHUNKED = "chunked"
     RECURRENT = "recurrent"
+    CIRCULAR = "circular"  # a fixed ring per request in one block, never prefix cached (Step5's CSA tail ring)
 
 
 class CacheRole(str, Enum):

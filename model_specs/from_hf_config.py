@@ -35,6 +35,7 @@ from hkv.model_specs.per_layer_attention import apply_override, per_layer_overri
 from hkv.model_specs.quantized_weights import quantized_weights_bytes
 from hkv.model_specs.recurrent_dims import recurrent_geometry
 from hkv.model_specs.state_dtypes import default_state_dtype_bytes
+from hkv.model_specs.step5_layers import STEP5_FAMILIES, step5_cache_layers, step5_draft_layers
 from hkv.model_specs.vision_tower import vision_tower_of
 
 
@@ -149,10 +150,12 @@ def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_laye
 FAMILY_CACHE_LAYERS = {"inkling_text": inkling_cache_layers, "deepseek_v4": compressed_cache_layers,
                        "dots3_note": padded_latent_layers, "dots3_note_text": padded_latent_layers,
                        "dory": dory_cache_layers,
-                       **{family: domyn_edge_cache_layers for family in DOMYN_EDGE_FAMILIES}}
+                       **{family: domyn_edge_cache_layers for family in DOMYN_EDGE_FAMILIES},
+                       **{family: step5_cache_layers for family in STEP5_FAMILIES}}
 # Families whose MTP layers are not copies of their first full-attention layer.
 FAMILY_DRAFT_LAYERS = {"deepseek_v4": compressed_draft_layers, "dots3_note": padded_latent_draft_layers,
-                       "dots3_note_text": padded_latent_draft_layers}
+                       "dots3_note_text": padded_latent_draft_layers,
+                       **{family: step5_draft_layers for family in STEP5_FAMILIES}}
 
 
 def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],

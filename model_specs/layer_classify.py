@@ -10,6 +10,7 @@ from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES, domyn_edge_la
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.inkling_layers import inkling_layer_types
 from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList, kinds_from_names
+from hkv.model_specs.step5_layers import STEP5_FAMILIES, step5_layer_types
 
 LAYER_RULES: dict[str, rules.LayerRule] = {
     "llama": rules.all_full,
@@ -73,7 +74,8 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     **{family: rules.muse_spark_layers for family in ("muse_spark", "muse_spark_text")},
     "alice_ai": rules.alice_ai_layers,  # gated full attention + Kimi delta attention per layer_types
     "dory": dory_layer_types,  # looped: one cache per loop per recurrent layer, dory_layers.py
-    **{family: rules.step5_refused for family in ("step5", "step5_vl")},  # summary cache + CSA tail ring
+    # sparse layers: K/V + summary cache + CSA tail ring (step5_layers.py)
+    **{family: step5_layer_types for family in STEP5_FAMILIES},
     # DomynEdge: full or sliding (window + 1) per window_sizes, head size per layer (domyn_edge_layers.py)
     **{family: domyn_edge_layer_types for family in DOMYN_EDGE_FAMILIES},
 }

@@ -73,24 +73,6 @@ def muse_spark_layers(view: ConfigView, n: int) -> LayerTypeList:
     return listed_layer_types(view, n)
 
 
-def step5_refused(view: ConfigView, n: int) -> LayerTypeList:
-    """Step5 (vLLM 0.33 models/step5/nvidia): refused. A config with a sparse_config section (the
-    checkpoint's KV layout, config.py l.65) gives each DSA layer two caches hkv does not model: a
-    summary cache (sparse_summary_cache.py l.143-154: FullAttentionSpec 1 x 256 uint8 with
-    tokens_per_state 8, sharing the main layer's block) and a CSA tail ring (csa_tail_ring.py l.166-187:
-    CircularBufferSpec, one main-layer page per request of 1 KiB rows). Without sparse_config its
-    geometry (num_attention_groups, swa_num_attention_heads) has not been checked against vLLM."""
-    if view.get("sparse_config") is not None:
-        raise InvalidConfigError(
-            f"model_type {view.family!r} sets sparse_config: vLLM 0.33 caches beside each DSA layer's K/V a "
-            "summary cache (1 x 256 uint8 per 8 tokens = 256 B per 8 tokens, tokens_per_state 8, in the main "
-            "layer's block) and a CSA tail ring (CircularBufferSpec: one main-layer page per request, 1,024 B "
-            "bf16 [index_k | index_z] rows); hkv models neither, so it cannot plan this model")
-    raise InvalidConfigError(
-        f"model_type {view.family!r}: hkv has not checked Step5's attention geometry (num_attention_groups, "
-        "swa_num_attention_heads) against vLLM 0.33, so it cannot plan this model yet")
-
-
 def alice_ai_layers(view: ConfigView, n: int) -> LayerTypeList:
     """AliceAI (vLLM 0.33 models/alice_ai.py): layer i is config.layer_types[i], "full_attention"
     (Qwen3-Next gated attention) or "linear_attention" (Kimi delta attention). 0.33 has no config class

@@ -13,12 +13,13 @@ _get_packed_kv_cache_groups), which this module follows step by step:
    mix page sizes set a floor on repeats per group, and the repeats are `_approximate_gcd` of the
    balanced buckets' largest per-page-size layer counts (least padding, ties to the larger);
    a balanced bucket splits into cdiv(count, repeats) groups taking every k-th pattern repeat,
-   an unbalanced one stays whole (state buckets only exist without repeats, not modelled here);
-   with no repeats (no balanced mixed-page bucket) every bucket stays whole but the sliding ones,
-   which split to the states the widest block already holds;
+   an unbalanced one stays whole; a circular-buffer bucket (Step5's tail rings) is a state bucket:
+   it splits to the states the widest block already holds; with no repeats (no balanced
+   mixed-page bucket) every bucket stays whole but the sliding ones, which split the same way;
 3. every group's block packs its layers' pages side by side; one pool of num_blocks =
-   available // bytes_per_block, where bytes_per_block is the widest group's page sum (no block
-   stride alignment is set on these specs, so nothing rounds it): pool_sizing.size_pool's rule.
+   available // bytes_per_block, where bytes_per_block is the widest group's page sum
+   (pool_sizing.size_pool's rule), rounded up to the specs' block stride alignment where they set
+   one (Step5 only: planner/block_stride.py).
 
 vLLM 0.33 moved this code to v1/core/kv_cache_planning.py unchanged (_get_packed_kv_cache_groups,
 _get_kv_cache_bytes_per_block), and its DeepSeek-V4 cache modules keep 0.32's specs (the packed block
@@ -34,9 +35,10 @@ from __future__ import annotations
 from collections import Counter
 
 from hkv.model_specs.cache_options import CacheOptions
-from hkv.model_specs.cache_spec import CacheKind
+from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
 from hkv.model_specs.compressed_attention import CompressedCacheSpec
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.model_specs.step5_layers import CircularBufferCacheSpec, SummaryCacheSpec
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.layout import cdiv
 from hkv.planner.paged_layer import PagedLayer
@@ -44,6 +46,9 @@ from hkv.planner.paged_layer import PagedLayer
 DSV4_BLOCK_LEN = 256  # DeepseekV4IndexerBackend.get_supported_kernel_block_sizes: [256], the cache block
 NO_OPTIONS = CacheOptions()  # a padded latent's kind and type do not depend on the options
 DSV4_BACKENDS = "FLASHMLA_SPARSE_DSV4 + DEEPSEEK_SPARSE_SWA + DEEPSEEK_V4_INDEXER"
+# Specs only models whose backends declare block-outermost layouts have (DEEPSEEK_V4_INDEXER, dots3's,
+# STEP5_DSA: BLNHC): their presence sends grouping down the packed path.
+BLOCK_OUTERMOST_SPECS = (CompressedCacheSpec, SummaryCacheSpec, CircularBufferCacheSpec)
 
 
 def _specs(model: ModelSpec) -> list[CompressedCacheSpec]:
@@ -85,7 +90,7 @@ def approximate_gcd(values: list[int], lower_bound: int) -> int:
 def _type_key(layer: PagedLayer) -> tuple[CacheKind, int | None, int]:
     """vLLM's uniform type: one kind, one window (sliding), one block size."""
     spec = layer.spec
-    window = spec.window_len if isinstance(spec, CompressedCacheSpec) else None
+    window = spec.window_len if isinstance(spec, AttentionCacheSpec) else None
     return (layer.kind, window, layer.block_size)
 
 
@@ -124,9 +129,10 @@ def _split(bucket: list[PagedLayer], num_groups: int) -> list[list[PagedLayer]]:
 
 
 def packed_paged_groups(layers: list[PagedLayer]) -> list[list[PagedLayer]] | None:
-    """vLLM's packed grouping (module docstring), or None without a CompressedCacheSpec: pages whose
-    backends declare block-outermost layouts (DeepSeek-V4; dots3, model_specs/padded_latent_layers.py)."""
-    if not any(isinstance(layer.spec, CompressedCacheSpec) for layer in layers):
+    """vLLM's packed grouping (module docstring), or None without a cache whose backend declares
+    block-outermost layouts (DeepSeek-V4; dots3, model_specs/padded_latent_layers.py; Step5's sparse
+    layers, model_specs/step5_layers.py)."""
+    if not any(isinstance(layer.spec, BLOCK_OUTERMOST_SPECS) for layer in layers):
         return None
     buckets = _buckets(layers)
     balanced = [_is_balanced(b) for b in buckets]
@@ -138,8 +144,8 @@ def packed_paged_groups(layers: list[PagedLayer]) -> list[list[PagedLayer]] | No
     def num_groups(bucket: list[PagedLayer], ok: bool) -> int:
         return cdiv(_max_layers_per_page(bucket), repeats) if ok and repeats else 1
 
-    def is_state(bucket: list[PagedLayer]) -> bool:  # no circular-buffer or Mamba spec in DeepSeek-V4
-        return not repeats and bucket[0].kind is CacheKind.SLIDING
+    def is_state(bucket: list[PagedLayer]) -> bool:  # a circular buffer (Step5's CSA tail ring); no Mamba here
+        return bucket[0].kind is CacheKind.CIRCULAR or (not repeats and bucket[0].kind is CacheKind.SLIDING)
 
     anchor = max(_widest_group_bytes(b, len(b) if is_state(b) else num_groups(b, ok))
                  for b, ok in zip(buckets, balanced))

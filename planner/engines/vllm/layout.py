@@ -13,6 +13,7 @@ from math import lcm
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.attention_backend import plan_block_size
+from hkv.planner.block_stride import aligned_pool, check_step5_pages
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.compressed_attention_layout import has_sliding_mla_window, packed_paged_groups
 from hkv.planner.engines.vllm.gdn_checkpoints import gdn_checkpoint_alignment
@@ -124,6 +125,11 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
             "vLLM 0.32/0.33 fail at start-up without the hybrid KV cache manager when they promote a sliding-window "
             "MLA cache (DeepSeek-V4, dots3) to full attention (replace_as SlidingWindowMLASpec -> MLAAttentionSpec: "
             "unexpected keyword 'bounded_replay'); use the hybrid manager", fields=("layout",))
+    if not hybrid and CacheKind.CIRCULAR in kinds:
+        raise LayoutUnavailableError(
+            "vLLM 0.33 fails at start-up without the hybrid KV cache manager on Step5's CSA tail ring: a "
+            "CircularBufferSpec has no full-attention form ('Failed to promote local KV cache specs to one unified "
+            "type', kv_cache_planning.py l.814); use the hybrid manager", fields=("layout",))
     prefix_caching = _prefix_caching(cfg, kinds)
     gdn_alignment = gdn_checkpoint_alignment(model, cfg, prefix_caching)
     if has_state and prefix_caching and rules.mamba_all_mode_default and model.family in MAMBA_ALL_MODE_FAMILIES:
@@ -165,6 +171,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
                              f"to ensure that mamba page size and attention page size are exactly equal.")
 
     layers = attention_page_layers(entries, block_size, promote_local=promote)
+    check_step5_pages(layers)
     state_block_size = block_size if prefix_caching else max_len
     for layer, spec in entries:
         if isinstance(spec, StateCacheSpec):
@@ -176,6 +183,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
 
     groups = _group(layers, notes, rules)
     pool = size_pool(0, "shared", groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)
+    pool = aligned_pool(pool, groups, budget.available_bytes, model.num_hidden_layers, cfg.pp)  # Step5's strides
     kv_groups = to_kv_groups(groups, 0, mamba_state_blocks(cfg, prefix_caching, gdn_alignment is not None))
     return Layout(name, tuple(kv_groups), (pool,) if kv_groups else (), max_len,
                   in_flight_tokens(cfg, budget.max_num_batched_tokens), budget.available_bytes,
