@@ -22,6 +22,7 @@ from typing import Any
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.engines.sglang.log import SglangLog
+from hkv.planner.engines.sglang.pool_resolution import resolve_pools
 from hkv.planner.engines.sglang.pools import SglangPools
 from hkv.planner.engines.sglang.server_args import SglangServerArgs
 from hkv.planner.engines.vllm.log_explanation import LogCheck
@@ -58,21 +59,24 @@ def log_server_args(log: SglangLog, given: Mapping[str, Any]) -> SglangServerArg
 
 
 def explain_sglang_log(log: SglangLog, model: ModelSpec, given: Mapping[str, Any],
-                       available_bytes: int | None, resolve_pools: ResolvePools) -> SglangLogExplanation:
+                       available_bytes: int | None, resolve_pools: ResolvePools = resolve_pools
+                       ) -> SglangLogExplanation:
     """`given`: SglangServerArgs fields the caller set; `available_bytes`: a profiled rest the caller
-    gave. InvalidInputError when neither the log nor the caller gives mem_fraction_static, or the
+    gave; `resolve_pools`: hkv's SGLang pool sizing (a test passes its own). InvalidInputError when neither the log nor the caller gives mem_fraction_static, or the
     log prints no pool figure."""
     args = log_server_args(log, given)
-    if args.mem_fraction_static is None:
-        raise InvalidInputError("the log's server_args give no mem_fraction_static: pass --mem-fraction-static "
-                                "(SGLang prints the one it used in its server_args line)",
-                                fields=("mem_fraction_static",))
-    mfs = args.mem_fraction_static
     target = _logged_full_tokens(log)
     if target is None:
         raise InvalidInputError("the log prints no pool size (\"max_total_num_tokens=\", \"KV Cache is allocated\", "
                                 "\"Use sliding window memory pool\", \"SWAKVPool\"); paste SGLang's start-up log",
                                 fields=("log_file",))
+    band_from_log = available_bytes is None and log.load_begin_avail is not None and log.load_end_avail is not None
+    if args.mem_fraction_static is None and band_from_log:
+        raise InvalidInputError("the log's server_args give no mem_fraction_static, which turns its free-memory lines "
+                                "into the budget: pass --mem-fraction-static (SGLang prints the one it used in its "
+                                "server_args line)", fields=("mem_fraction_static",))
+    # Without the weight lines the fraction sizes nothing: the pools come from the budget alone.
+    mfs = 0.0 if args.mem_fraction_static is None else args.mem_fraction_static
     band, source = _band(log, mfs, available_bytes)
 
     def pools_at(budget: int) -> SglangPools | None:
@@ -86,6 +90,9 @@ def explain_sglang_log(log: SglangLog, model: ModelSpec, given: Mapping[str, Any
     assumptions = tuple(f"{name} = SGLang's default ({getattr(args, name)})" for name in
                         ("page_size", "swa_full_tokens_ratio", "mamba_full_memory_ratio")
                         if name not in log.args and name not in given)
+    if args.mem_fraction_static is None:
+        assumptions += ("mem_fraction_static: neither the log nor an option gives it; not needed without the "
+                        "weight lines (the pools come from the budget alone)",)
     return SglangLogExplanation(_checks(log, pools), args, pools, band, source, assumptions)
 
 

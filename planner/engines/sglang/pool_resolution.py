@@ -36,6 +36,7 @@ class SglangResolution:
     """SGLang's pools and what they were computed from (for the start-up lines)."""
 
     pools: SglangPools
+    args: SglangServerArgs
     model: SglangModel
     rules: SglangRules
     kv_dtype: KvDtype
@@ -93,7 +94,7 @@ def resolve(spec: ModelSpec, args: SglangServerArgs, available_bytes: int, mem_f
         max_total_num_tokens=tokens.full, swa_tokens=tokens.swa,
         max_mamba_cache_size=pool.slots if pool is not None else None,
         max_running_requests=running.max_running_requests, context_len=context_len, page_size=page_size)
-    return SglangResolution(pools, model, rules, dtype, cell, pool, running, kv_bytes)
+    return SglangResolution(pools, args, model, rules, dtype, cell, pool, running, kv_bytes)
 
 
 def _check_supported(model: SglangModel, args: SglangServerArgs, rules: SglangRules) -> None:
