@@ -31,6 +31,7 @@ from hkv.model_specs.param_count_gemma3n import gemma3n
 from hkv.model_specs.param_count_gemma4 import gemma4
 from hkv.model_specs.param_count_inkling import inkling
 from hkv.model_specs.param_count_minimax_m3 import minimax_m3
+from hkv.model_specs.param_count_muse_spark import muse_spark
 
 ParamCounter = Callable[[ConfigView, Kinds], int]
 
@@ -79,6 +80,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "dory": dory,  # one attention or MLP sublayer per layer, nGPT scales (param_count_dory.py)
     "alice_ai": alice_ai,  # KDA / gated full attention, MoE + shared expert, AttnRes (param_count_alice_ai.py)
     **{family: dots3 for family in ("dots3_note", "dots3_note_text")},  # DSA + sliding MLA (param_count_dots3.py)
+    **{family: muse_spark for family in ("muse_spark", "muse_spark_text")},  # pooled MoE (param_count_muse_spark.py)
     "mamba2": ssm.mamba2,
     "mamba": ssm.mamba1,
     "falcon_mamba": ssm.mamba1,

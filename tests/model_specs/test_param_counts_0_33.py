@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.from_hf_config import from_hf_config
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
@@ -129,3 +130,35 @@ def test_dots3_elementwise_gate_by_hand() -> None:
     assert from_hf_config({**TINY_DOTS3, "attention_gate_type": "elementwise"}, "t").num_params == headwise + 5_376
     both = {**TINY_DOTS3, "attention_gate_type": "elementwise", "swa_attention_gate_type": "elementwise"}
     assert from_hf_config(both, "t").num_params == headwise + 5_376 + 3_456
+
+
+def test_muse_spark_by_hand() -> None:
+    """models/muse_spark/nvidia/model.py on the fixture (hidden 5,120; 48 layers, all "sparse"; 40 heads x 128,
+    8 KV heads; 8 experts x 5,120 at moe_hidden_size 4,096; vocab 202,048; untied). Attention (l.1045-1080):
+    q + o_gate 2 x 5,120 x 5,120 = 52,428,800, k + v 2 x 5,120 x 1,024 = 10,485,760, o 26,214,400:
+    89,128,960. pre_qkv_proj_norm, pre_ffn_norm, post_ffn_norm 3 x 5,120 and residual gates 2 x 5,120
+    (l.1342-1420). MoE (l.422-610): router 8 x 5,120 = 40,960, pooler + unpooler 2 x 5,120 x 4,096 =
+    41,943,040, pre/post expert norms 2 x 4,096, experts 8 x 3 x 4,096 x 5,120 = 503,316,480: 545,308,672.
+    Layer 634,463,232 x 48 = 30,454,235,136; + embedding and lm_head 2 x 1,034,485,760 + final norm 5,120 =
+    32,523,211,776."""
+    assert from_hf_config(_config("muse_spark"), "muse").num_params == 32_523_211_776
+
+
+def test_muse_spark_equals_transformers() -> None:
+    """MuseSparkTextModel plus MuseSparkForConditionalGeneration's lm_head (hidden x vocab, untied)."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.MuseSparkTextConfig(
+        vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, moe_intermediate_size=24, num_local_experts=6, num_experts_per_tok=2,
+        moe_hidden_size=40, layer_types=["sliding_attention", "full_attention"] * 2,
+        mlp_layer_types=["dense", "sparse", "sparse", "dense"], sliding_window=8, max_position_embeddings=64,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    expected = _transformers_count(transformers.MuseSparkTextModel(cfg)) + 64 * 97
+    assert from_hf_config(cfg.to_dict(), "tiny-muse").num_params == expected
+
+
+def test_muse_spark_needs_mlp_layer_types() -> None:
+    config = _config("muse_spark")
+    config["text_config"] = {k: v for k, v in config["text_config"].items() if k != "mlp_layer_types"}
+    with pytest.raises(InvalidConfigError, match="mlp_layer_types must be 48 entries"):
+        from_hf_config(config, "muse")
