@@ -173,3 +173,11 @@ def test_what_vllm_refuses_is_refused_in_one_line(change: dict, message: str) ->
     with pytest.raises(InvalidConfigError, match=message) as err:
         from_hf_config({**TINY, **change}, "step5")
     assert "\n" not in str(err.value)
+
+
+def test_vllm_0_32_has_no_step5_class() -> None:
+    """Step5ForCausalLM is new in 0.33.0's registry (model_executor/models/registry.py l.211); 0.32.0's
+    has none, so its vllm layouts are not applicable; hkv's own layout still plans."""
+    result = _plan(PREVIEW, vllm_version="0.32.0")
+    assert "vLLM 0.32.0 has no model class for step5" in result.skipped["vllm"]
+    assert "hkv" in result.reports

@@ -74,6 +74,11 @@ def format_version(version: tuple[int, int, int]) -> str:
     return ".".join(str(part) for part in version)
 
 
+# The first release with a model class for a family its predecessors lacked.
+_FIRST_SERVING_RELEASE: dict[str, tuple[int, int, int]] = {
+    "qwen3_5_text": (0, 17, 0), "qwen3_5_moe_text": (0, 17, 0), "step5": (0, 33, 0), "step5_vl": (0, 33, 0)}
+
+
 @dataclass(frozen=True)
 class LogFormat:
     """How vLLM prints its capacity: the token count's formula and one line or two."""
@@ -145,8 +150,9 @@ class VllmRules:
         return format_version(self.version)
 
     def serves(self, family: str) -> bool:
-        """False where this release has no model class for the family (Qwen3.5 / 3.6 before 0.17)."""
-        return not (family in ("qwen3_5_text", "qwen3_5_moe_text") and self.version < (0, 17, 0))
+        """False where this release has no model class for the family (Qwen3.5 / 3.6 before 0.17,
+        Step5 before 0.33)."""
+        return self.version >= _FIRST_SERVING_RELEASE.get(family, (0, 0, 0))
 
     def prefix_caching(self, requested: bool | None, *, has_state: bool, attention_free: bool) -> bool:
         """Whether vLLM caches prefixes: the user's choice, else this release's default for the model."""
