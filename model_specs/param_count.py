@@ -4,7 +4,9 @@ Contract: for every family in PARAM_COUNTERS the count equals transformers'
 `sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg).parameters())` (tied weights counted
 once); tests/runtime/test_param_count.py checks this on tiny configs. Not counted: vision/audio
 towers of multimodal wrappers, and multi-token-prediction layers (`num_nextn_predict_layers`),
-which transformers does not build. Other families get a Llama-shaped estimate and a note.
+which transformers does not build. Families transformers lacks or lays out otherwise (AliceAI,
+DomynEdge, Dory) count the weights of vLLM 0.33's modules instead, worked by hand in their tests.
+Other families get a Llama-shaped estimate and a note.
 """
 
 from __future__ import annotations
