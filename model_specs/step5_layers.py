@@ -181,6 +181,10 @@ class _Layer:
 def _sparse_enabled(view: ConfigView) -> bool:
     """Whether sparse_config turns DSA on; refuses what vLLM's get_step5_sparse_config refuses
     and what would change the caches, naming the key."""
+    for legacy in ("step5_sparse_config", "step3p5_sparse_config"):
+        if view.get(legacy) is not None:
+            raise InvalidConfigError(f"{legacy} is set; vLLM 0.33's Step5 reads the sparse layout from "
+                                     "sparse_config only and refuses it (config.py l.55-62)")
     section = view.get("sparse_config")
     if section is None:
         raise InvalidConfigError(
@@ -196,11 +200,31 @@ def _sparse_enabled(view: ConfigView) -> bool:
     for key, value in _SPARSE_CONSTANTS.items():
         if section.get(key) not in (None, "", value):
             raise InvalidConfigError(f"sparse_config.{key} is {section[key]!r}; vLLM 0.33's Step5 DSA requires {value}")
+    _check_indexer(section)
     apply_to = section.get("apply_to_layer_types") or ["full_attention"]
     if [str(t).strip().lower() for t in apply_to if str(t).strip()] != ["full_attention"]:
         raise InvalidConfigError(f"sparse_config.apply_to_layer_types is {apply_to!r}; vLLM 0.33's Step5 DSA "
                                  "requires ['full_attention']")
     return True
+
+
+def _check_indexer(section: dict[str, Any]) -> None:
+    """The indexer settings vLLM 0.33 refuses at start-up (config.py l.79-83, l.148-177); they do not
+    change any cache, but a config vLLM will not serve is not planned."""
+    topk = int(section.get("topk") or 512)
+    k_heads = int(section.get("sparse_indexer_num_k_heads") or 1)
+    heads = int(section.get("sparse_indexer_num_heads") or 16)
+    providers = int(section.get("index_tp_size") or section.get("num_provider_groups") or 4)
+    problems = [
+        ("softmax_variant" in section, "sets softmax_variant (vLLM reads sparse_indexer_softmax_variant)"),
+        (not 1 <= topk <= 1024, f"topk {topk} is outside [1, 1024]"),
+        (k_heads != 1, f"sparse_indexer_num_k_heads is {k_heads}, not 1"),
+        (providers <= 0 or heads % providers or heads // providers not in (2, 4),
+         f"sparse_indexer_num_heads / index_tp_size = {heads} / {providers} is not 2 or 4"),
+    ]
+    for failed, what in problems:
+        if failed:
+            raise InvalidConfigError(f"sparse_config {what}; vLLM 0.33's Step5 DSA refuses it")
 
 
 def _raw_types(view: ConfigView) -> list[str]:

@@ -168,6 +168,9 @@ def test_default_layer_types_and_attention_other_setting() -> None:
     ({"sparse_config": {"region_block_size": 16}}, "sparse_config.region_block_size is 16"),
     ({"sparse_config": {"apply_to_layer_types": ["sliding_attention"]}}, "apply_to_layer_types"),
     ({"use_head_wise_attn_gate": False}, "use_head_wise_attn_gate"),
+    ({"step3p5_sparse_config": {}}, "step3p5_sparse_config is set"),
+    ({"sparse_config": {"topk": 2048}}, "topk 2048 is outside"),
+    ({"sparse_config": {"sparse_indexer_num_heads": 32}}, "32 / 4 is not 2 or 4"),
 ])
 def test_what_vllm_refuses_is_refused_in_one_line(change: dict, message: str) -> None:
     with pytest.raises(InvalidConfigError, match=message) as err:
