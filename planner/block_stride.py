@@ -4,10 +4,7 @@ vLLM 0.33 sizes a block-outermost pool at the widest group's page sum rounded up
 every layer's block stride alignment (v1/core/kv_cache_planning.py l.574-605,
 _get_kv_cache_bytes_per_block): num_blocks = available // that. DeepSeek-V4's and dots3's specs
 set none (1). Step5's sparse layers set two (model_specs/step5_layers.py): the K/V's 8-token
-kernel page (STEP5_DSA's MultipleOf(8)) and the tail ring's 1,024-byte rows. The same pages come
-with two checks vLLM makes at start-up: a block holds whole 8-token regions
-(sparse_summary_cache.py l.145-146) and one K/V page holds the ring's 7 + k rows of 1,024 B
-(csa_tail_ring.py l.328-334).
+kernel page (STEP5_DSA's MultipleOf(8)) and the tail ring's 1,024-byte rows.
 """
 
 from __future__ import annotations
@@ -15,13 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from math import lcm
 
-from hkv.model_specs.step5_layers import (
-    REGION_LEN,
-    CircularBufferCacheSpec,
-    SparseKVCacheSpec,
-    SummaryCacheSpec,
-)
-from hkv.planner.errors import InvalidInputError
+from hkv.model_specs.step5_layers import CircularBufferCacheSpec, SparseKVCacheSpec
 from hkv.planner.layout import Pool, cdiv
 from hkv.planner.paged_layer import PagedLayer
 from hkv.planner.pool_sizing import bytes_per_block_by_stage
@@ -49,20 +40,3 @@ def aligned_pool(pool: Pool, groups: list[list[PagedLayer]], budget_bytes: int, 
     stages = [cdiv(b, alignment) * alignment for b in bytes_per_block_by_stage(groups, num_hidden_layers, pp) if b]
     num_blocks, bytes_per_block = min((max(0, budget_bytes) // b, b) for b in stages)
     return replace(pool, num_blocks=num_blocks, bytes_per_block=bytes_per_block)
-
-
-def check_step5_pages(layers: list[PagedLayer]) -> None:
-    """Raises InvalidInputError where vLLM 0.33 refuses Step5's pages at this block size."""
-    for layer in layers:
-        spec = layer.spec
-        if isinstance(spec, SummaryCacheSpec) and layer.block_size % REGION_LEN:
-            raise InvalidInputError(f"block_size {layer.block_size}: Step5's KV blocks must hold whole "
-                                    f"{REGION_LEN}-token regions; pass a multiple of {REGION_LEN}",
-                                    fields=("block_size",))
-        if isinstance(spec, CircularBufferCacheSpec):
-            page = layer.page_size_bytes
-            if page % spec.row_bytes or spec.capacity_rows(layer.block_size) < spec.required_rows:
-                raise InvalidInputError(
-                    f"block_size {layer.block_size}: Step5's CSA tail ring needs {spec.required_rows} rows of "
-                    f"{spec.row_bytes:,} B in one {page:,}-byte KV page of {layer.name}; pass a larger block_size",
-                    fields=("block_size",))

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from hkv.model_specs.model_spec import ModelSpec
-from hkv.planner.block_stride import aligned_pool, check_step5_pages
+from hkv.planner.block_stride import aligned_pool
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.compressed_attention_layout import packed_paged_groups
 from hkv.planner.engines.vllm.layout import vllm_group_size
@@ -48,6 +48,7 @@ from hkv.planner.paged_layer import (
     unify_page_sizes,
 )
 from hkv.planner.plan_config import PlanConfig
+from hkv.planner.step5_backend import check_step5_pages
 from hkv.planner.pool_sizing import size_pool, to_kv_groups
 from hkv.planner.split_pools import build_split_pools, one_group_per_bucket, state_page_layers
 from hkv.planner.sustained import SustainedSetup, predict_sustained

@@ -184,3 +184,10 @@ def test_vllm_0_32_has_no_step5_class() -> None:
     result = _plan(PREVIEW, vllm_version="0.32.0")
     assert "vLLM 0.32.0 has no model class for step5" in result.skipped["vllm"]
     assert "hkv" in result.reports
+
+
+def test_step5_dsa_needs_sm90_sm100_or_sm103() -> None:
+    """model.py l.1025-1031: an A100 (sm80) cannot run STEP5_DSA, so vLLM's layouts do not apply."""
+    result = _plan(PREVIEW, gpu="a100-80gb")
+    assert "needs SM90, SM100 or SM103, not a100-80gb (sm80)" in result.skipped["vllm"]
+    assert "vllm" in _plan(PREVIEW, gpu="b200").reports

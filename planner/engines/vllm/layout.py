@@ -13,7 +13,7 @@ from math import lcm
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.attention_backend import plan_block_size
-from hkv.planner.block_stride import aligned_pool, check_step5_pages
+from hkv.planner.block_stride import aligned_pool
 from hkv.planner.budget.memory_budget import MemoryBudget
 from hkv.planner.compressed_attention_layout import has_sliding_mla_window, packed_paged_groups
 from hkv.planner.engines.vllm.gdn_checkpoints import gdn_checkpoint_alignment
@@ -31,6 +31,7 @@ from hkv.planner.paged_layer import (
     unify_page_sizes,
 )
 from hkv.planner.plan_config import PlanConfig
+from hkv.planner.step5_backend import check_step5_gpu, check_step5_pages
 from hkv.planner.pool_sizing import StateBlocks, size_pool, to_kv_groups
 
 _MIN_KERNEL_BLOCK = 16  # FlashAttention's MultipleOf(16)
@@ -172,6 +173,7 @@ def build_vllm_layout(model: ModelSpec, cfg: PlanConfig, budget: MemoryBudget, *
 
     layers = attention_page_layers(entries, block_size, promote_local=promote)
     check_step5_pages(layers)
+    check_step5_gpu(layers, cfg.gpu, cfg.cpu_engine)
     state_block_size = block_size if prefix_caching else max_len
     for layer, spec in entries:
         if isinstance(spec, StateCacheSpec):
