@@ -4,6 +4,8 @@ without the logger's timestamp prefix).
 Formats (model_executor/pool_configurator.py, mem_cache/memory_pool.py, swa_memory_pool.py,
 managers/scheduler.py):
     Use sliding window memory pool. full_layer_tokens={full}, swa_layer_tokens={swa}
+    max_running_requests is capped to {R} by the mamba state cache (max_mamba_cache_size={K}, {n} state
+      slots per request). To raise it: ... (a warning, where the state pool sets the cap)
     Mamba Cache is allocated. max_mamba_cache_size: {K}, conv_state size: {:.2f}GB, ssm_state size: {:.2f}GB
     KV Cache is allocated. dtype: {dtype}, #tokens: {N}, K size: {:.2f} GB, V size: {:.2f} GB
       ("Full KV Cache ..." and "SWA KV Cache ..." for the two pools of a hybrid SWA model; MLA pools
@@ -35,6 +37,12 @@ def start_up_lines(res: SglangResolution, chunked_prefill_size: int) -> tuple[st
         else:
             lines.append(f"Use sliding window memory pool. full_layer_tokens={pools.max_total_num_tokens}, "
                          f"swa_layer_tokens={pools.swa_tokens}")
+    if res.mamba is not None and res.running.capped_by_mamba:
+        lines.append(
+            f"max_running_requests is capped to {pools.max_running_requests} by the mamba state cache "
+            f"(max_mamba_cache_size={res.mamba.slots}, {res.mamba.slots_per_request} state slots per request). "
+            f"To raise it: increase --mamba-full-memory-ratio or --max-mamba-cache-size, or halve the state size "
+            f"with --mamba-ssm-dtype bfloat16.")
     if res.mamba is not None:
         rows = res.mamba.slots + 1
         lines.append(f"Mamba Cache is allocated. max_mamba_cache_size: {res.mamba.slots}, "

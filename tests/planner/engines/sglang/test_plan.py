@@ -1,0 +1,68 @@
+"""plan_sglang: SGLang's budget (rest = free after weights - free before load x (1 - mfs)) feeding its
+pools, worked by hand, and the one-line refusals."""
+
+from __future__ import annotations
+
+import pytest
+from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.engines.sglang.plan import plan_sglang
+from hkv.planner.engines.sglang.server_args import SglangServerArgs
+from hkv.planner.errors import DoesNotFitError, InvalidInputError
+
+GIB = 2**30
+
+
+def test_budget_from_measured_free_memory() -> None:
+    # Llama-3.1-8B on H100 (default mfs 0.83, see test_mem_fraction), 79 GiB free before loading, 15 GiB
+    # of weights: rest = 64 - 79 x 0.17 = 50.57 GiB = 54,299,124,039.7 B; / 131,072 B = 414,269.4 -> 414,269
+    # (131,072 x 414,269 = 54,299,066,368, 57,671 B short of the rest)
+    planned = plan_sglang(load_model_spec("llama-3.1-8b-instruct"), SglangServerArgs(), gpu="h100",
+                          free_before_load_bytes=79 * GIB, weights_bytes=15 * GIB)
+    assert planned.pools.mem_fraction_static == 0.83
+    assert planned.pools.available_bytes == pytest.approx(54_299_124_039, abs=2)
+    assert planned.pools.max_total_num_tokens == 414269
+    assert planned.pools.max_running_requests == 2048
+    assert planned.chunked_prefill_size == 8192 and planned.cuda_graph_max_bs == 256
+    assert planned.to_json()["pools"] == planned.pools.to_json()
+
+
+def test_given_mem_fraction_static() -> None:
+    # mfs 0.9: rest = 64 - 79 x 0.1 = 56.1 GiB = 60,236,916,326.4 B; / 131,072 = 459,571.2 -> 459,571
+    # (131,072 x 459,571 = 60,236,890,112)
+    planned = plan_sglang(load_model_spec("llama-3.1-8b-instruct"), SglangServerArgs(mem_fraction_static=0.9),
+                          gpu="h100", free_before_load_bytes=79 * GIB, weights_bytes=15 * GIB)
+    assert planned.pools.max_total_num_tokens == 459571
+
+
+def test_weights_leave_nothing() -> None:
+    # 79 x 0.83 = 65.57 GiB static; 70 GiB of weights leave none: at least 1 - 9 / 79 = 0.886
+    with pytest.raises(DoesNotFitError, match="at least 0.886"):
+        plan_sglang(load_model_spec("llama-3.1-8b-instruct"), SglangServerArgs(), gpu="h100",
+                    free_before_load_bytes=79 * GIB, weights_bytes=70 * GIB)
+
+
+def test_old_release_needs_a_fraction() -> None:
+    with pytest.raises(InvalidInputError, match="pass --mem-fraction-static"):
+        plan_sglang(load_model_spec("llama-3.1-8b-instruct"), SglangServerArgs(version="0.5.20"), gpu="h100")
+
+
+@pytest.mark.parametrize(("name", "reason"), [
+    ("jamba-v0.1", "SGLang 0.5.23 does not serve JambaForCausalLM"),
+    ("bamba-9b", "SGLang 0.5.23 does not serve BambaForCausalLM"),
+    ("minimax-m1", "SGLang 0.5.23 does not serve MiniMaxM1ForCausalLM"),
+    ("olmo-hybrid-7b", "SGLang 0.5.23 does not serve OlmoHybridForCausalLM"),
+    ("falcon-40b-instruct", "SGLang 0.5.23 does not serve FalconForCausalLM"),
+    ("a.x-k1", "SGLang 0.5.23 does not serve AXK1ForCausalLM"),
+    ("deepseek-v4-flash", "DeepSeek-V4's compressed c4/c128 pools"),
+    ("minimax-m3", "MiniMax-M3's sparse layers keep an index-key pool"),
+    ("minicpm3-4b", "caches MiniCPM3ForCausalLM's MLA latent"),
+])
+def test_refused_models(name: str, reason: str) -> None:
+    with pytest.raises(InvalidInputError, match=reason) as raised:
+        plan_sglang(load_model_spec(name), SglangServerArgs(tp_size=8), gpu="h200")
+    assert "\n" not in str(raised.value)
+
+
+def test_context_longer_than_the_model() -> None:
+    with pytest.raises(InvalidInputError, match="context_length 200,000 exceeds"):
+        plan_sglang(load_model_spec("llama-3.1-8b-instruct"), SglangServerArgs(context_length=200_000), gpu="h100")
