@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import oracle_bridge as ob
+import pytest
 from hkv.model_specs.from_hf_config import from_hf_config
 
 CONFIG = json.loads((Path(__file__).resolve().parents[2] / "data" / "configs" / "domyn_edge.json").read_text())
