@@ -23,6 +23,7 @@ _KV_DTYPE_BYTES = {"fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "bfloat16": 2, "bf16"
                    "float32": 4}
 DSA_QUANT_BLOCK = 128  # DSATokenToKVPool.quant_block_size: one fp32 scale per 128 latent elements
 DSA_ROPE_BYTES = 2  # the rope part stays bf16 in the scaled FP8 layout
+DSA_ROPE_HEAD_DIM = 64
 BLACKWELL_MAJOR = 10  # compute capability from which DSA defaults to an FP8 cache and trtllm kernels
 
 
@@ -85,7 +86,7 @@ class CellBytes:
 def cell_bytes(model: SglangModel, tp: int, dtype: KvDtype) -> CellBytes:
     """SGLang's per-token cell of `model` at attention TP `tp`."""
     if model.mla_dim is not None:
-        full_per_layer = _mla_bytes(model.mla_dim, dtype) if model.is_dsa else model.mla_dim * dtype.element_bytes
+        full_per_layer = _mla_bytes(model, model.mla_dim, dtype) if model.is_dsa else model.mla_dim * dtype.element_bytes
     elif model.full is not None:
         full_per_layer = model.full.bytes_per_token(tp, dtype.element_bytes)
     else:
@@ -98,9 +99,10 @@ def cell_bytes(model: SglangModel, tp: int, dtype: KvDtype) -> CellBytes:
                      model.indexer_layers * model.indexer_bytes)
 
 
-def _mla_bytes(mla_dim: int, dtype: KvDtype) -> int:
+def _mla_bytes(model: SglangModel, mla_dim: int, dtype: KvDtype) -> int:
     if not dtype.dsa_scaled_fp8:
         return mla_dim * dtype.element_bytes
-    rope = 64  # DeepSeek-V3.2 / GLM-5 qk_rope_head_dim; hkv's latent is kv_lora_rank + rope
+    # hkv's latent is kv_lora_rank + qk_rope_head_dim; every DSA model SGLang serves has a 64-wide rope.
+    rope = model.extras.qk_rope_head_dim or DSA_ROPE_HEAD_DIM
     kv_lora_rank = mla_dim - rope
     return kv_lora_rank + kv_lora_rank // DSA_QUANT_BLOCK * 4 + rope * DSA_ROPE_BYTES

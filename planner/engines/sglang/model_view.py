@@ -114,8 +114,8 @@ def sglang_model(spec: ModelSpec, extras: SglangConfigExtras | None = None, *,
     indexers = [layer for layer in attention if layer.role is CacheRole.INDEXER]
     full = [layer for layer in kv_layers if layer.kind is CacheKind.FULL]
     sliding = [layer for layer in kv_layers if layer.kind in _SLIDING_KINDS]
-    hybrid_swa = bool(sliding) and _is_hybrid_swa(arch, spec) and not disable_hybrid_swa_memory \
-        and arch not in FORCED_ONE_POOL_ARCHITECTURES
+    hybrid_swa = (bool(sliding) and arch in HYBRID_SWA_ARCHITECTURES and not disable_hybrid_swa_memory
+                  and arch not in FORCED_ONE_POOL_ARCHITECTURES)
     if recurrent:
         full_count = len(full) + len(sliding)  # mambaish: the attention layers only
     elif hybrid_swa:
@@ -144,10 +144,6 @@ def sglang_model(spec: ModelSpec, extras: SglangConfigExtras | None = None, *,
         kda=arch in KDA_ARCHITECTURES,
         extras=extras,
     )
-
-
-def _is_hybrid_swa(arch: str, spec: ModelSpec) -> bool:
-    return arch in HYBRID_SWA_ARCHITECTURES
 
 
 def _check_recurrent(spec: ModelSpec, recurrent: tuple[RecurrentDesc, ...]) -> None:

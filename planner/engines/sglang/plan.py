@@ -84,6 +84,8 @@ def plan_sglang(spec: ModelSpec, args: SglangServerArgs, *, gpu: str | None = DE
     cfg = PlanConfig(gpu=gpu if card is not None else None, gpu_memory_bytes=None if card is not None else smi_bytes,
                      tp=args.tp_size, pp=args.pp_size, weights_bytes=weights_bytes)
     weights = weights_term(spec, cfg)
+    if weights.source != "given":
+        notes.append(f"weights: hkv's estimate of the loaded weights ({weights.note}), as vLLM loads them")
     if free_before_load_bytes is None:
         free_before_load_bytes = cuda_total - baseline_overhead_bytes(args.tp_size)
         notes.append(f"free memory before loading: the card's {cuda_total / 2**30:.2f} GiB less an estimated "
