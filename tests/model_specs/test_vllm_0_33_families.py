@@ -296,3 +296,13 @@ def test_flint_param_count_equals_transformers(mlp_only_layers: list[int]) -> No
         mlp_only_layers=mlp_only_layers)
     expected = sum(p.numel() for p in transformers.FlintForCausalLM(cfg).parameters())
     assert from_hf_config(cfg.to_dict(), "tiny-flint").num_params == expected
+
+
+@pytest.mark.parametrize("name", ["beam", "flint", "dory", "alice_ai", "muse_spark", "domyn_edge"])
+def test_the_new_families_have_no_vllm_0_32_layout(name: str) -> None:
+    """0.33.0 added these classes to its registry (docs/vllm_0_33.md); under --vllm-version 0.32.0 the
+    vllm layouts are refused with the reason while hkv's own layout still plans."""
+    cfg = PlanConfig(gpu=None, available_kv_memory_bytes=40 * GIB, max_model_len=8192, vllm_version="0.32.0")
+    result = plan(from_hf_config(_config(name), name), cfg)
+    assert "vllm" not in result.reports and "vLLM 0.32.0 has no model class" in result.skipped["vllm"]
+    assert "hkv" in result.reports

@@ -76,7 +76,10 @@ def format_version(version: tuple[int, int, int]) -> str:
 
 # The first release with a model class for a family its predecessors lacked.
 _FIRST_SERVING_RELEASE: dict[str, tuple[int, int, int]] = {
-    "qwen3_5_text": (0, 17, 0), "qwen3_5_moe_text": (0, 17, 0), "step5": (0, 33, 0), "step5_vl": (0, 33, 0)}
+    "qwen3_5_text": (0, 17, 0), "qwen3_5_moe_text": (0, 17, 0),
+    # 0.33.0's new architectures (docs/vllm_0_33.md: absent from 0.32's registry)
+    **{family: (0, 33, 0) for family in ("step5", "step5_vl", "beam", "flint", "dory", "alice_ai", "muse_spark",
+                                         "muse_spark_text", "domynedge", "domyn_edge")}}
 
 
 @dataclass(frozen=True)
