@@ -62,6 +62,19 @@ MULTIMODAL_ARCHITECTURES = frozenset({
     "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration", "UnlimitedOCRForCausalLM",
     "VoxtralForConditionalGeneration", "WhisperForConditionalGeneration",
 })
+# configs/model_config.py: multimodal off unless --enable-multimodal (served as language models: no
+# mem_fraction_static cut, no multimodal reservation, the prefill graph kept).
+MULTIMODAL_OFF_BY_DEFAULT = frozenset({
+    "Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration", "Step3VLForConditionalGeneration",
+    "InklingForConditionalGeneration",
+})
+# The vision tower SGLang's mem_fraction_static cut sees where config.json has no vision_config:
+# transformers builds its default sub-config ((num_hidden_layers, hidden_size); Qwen3.5's tower
+# says `depth`, so SGLang's getattr falls back to 24 layers even with a vision_config).
+DEFAULT_VISION_TOWER: dict[str, tuple[int, int]] = {
+    "Qwen3_5ForConditionalGeneration": (24, 1152),
+    "Qwen3_5MoeForConditionalGeneration": (24, 1152),
+}
 # Multimodal architectures that keep the breakable prefill CUDA graph (and its reserve); the
 # others lose it (arg_groups/cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible).
 MULTIMODAL_PREFILL_GRAPH_ARCHITECTURES = frozenset({

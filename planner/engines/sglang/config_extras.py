@@ -15,14 +15,13 @@ DEFAULT_VIT_HIDDEN_SIZE = 1024
 class SglangConfigExtras:
     """Values read straight from config.json.
 
-    `has_vision_config`: the config carries a vision_config (SGLang lowers mem_fraction_static for
-    multimodal models by the tower's size, `vit_layers` x `vit_hidden_size`^2). `mamba_ssm_dtype`:
+    `vision_tower`: (num_hidden_layers, hidden_size) of the config's vision_config as SGLang reads
+    them (24 and 1024 where a key is missing), None without a vision_config; SGLang lowers
+    mem_fraction_static for multimodal models by the tower's size. `mamba_ssm_dtype`:
     the config's SSM state dtype (SGLang's default is float32, whatever the weights). `kv_lora_rank`
     and `qk_rope_head_dim`: MLA latent widths, for families hkv's spec pages per head (MiniCPM3)."""
 
-    has_vision_config: bool = False
-    vit_layers: int = DEFAULT_VIT_LAYERS
-    vit_hidden_size: int = DEFAULT_VIT_HIDDEN_SIZE
+    vision_tower: tuple[int, int] | None = None
     mamba_ssm_dtype: str | None = None
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
@@ -34,9 +33,9 @@ class SglangConfigExtras:
         vision = config.get("vision_config")
         ssm = text.get("mamba_ssm_dtype", config.get("mamba_ssm_dtype"))
         return cls(
-            has_vision_config=isinstance(vision, Mapping),
-            vit_layers=int(_get(vision, "num_hidden_layers", DEFAULT_VIT_LAYERS)),
-            vit_hidden_size=int(_get(vision, "hidden_size", DEFAULT_VIT_HIDDEN_SIZE)),
+            vision_tower=(int(_get(vision, "num_hidden_layers", DEFAULT_VIT_LAYERS)),
+                          int(_get(vision, "hidden_size", DEFAULT_VIT_HIDDEN_SIZE)))
+            if isinstance(vision, Mapping) else None,
             mamba_ssm_dtype=str(ssm) if ssm is not None else None,
             kv_lora_rank=_int_or_none(text.get("kv_lora_rank")),
             qk_rope_head_dim=_int_or_none(text.get("qk_rope_head_dim")),

@@ -118,12 +118,12 @@ def model_mem_fraction_static(gpu_memory_bytes: int, args: SglangServerArgs, mod
     """`default_mem_fraction_static` for a model already in SGLang's view."""
     gpu_mib = gpu_memory_bytes / MIB
     fraction = round((gpu_mib - reserved_mib(gpu_memory_bytes, args, model)) / gpu_mib, 3)
-    if model.is_multimodal and model.extras.has_vision_config:
-        fraction *= _vlm_factor(model)
+    if model.is_multimodal and model.vision_tower is not None:
+        fraction *= _vlm_factor(*model.vision_tower)
     return fraction
 
 
-def _vlm_factor(model: SglangModel) -> float:
-    complexity = model.extras.vit_layers * model.extras.vit_hidden_size**2 / BASELINE_VIT_COMPLEXITY
+def _vlm_factor(vit_layers: int, vit_hidden_size: int) -> float:
+    complexity = vit_layers * vit_hidden_size**2 / BASELINE_VIT_COMPLEXITY
     adjustment = max(VLM_FACTOR_MIN, min(VLM_FACTOR_MAX, 1.0 - VLM_SENSITIVITY * (complexity - 1.0)))
     return VLM_BASE_FACTOR * adjustment

@@ -14,6 +14,7 @@ from hkv.model_specs.cache_spec import CacheKind, CacheRole
 from hkv.model_specs.layer_desc import AttentionDesc, RecurrentDesc
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.engines.sglang.architectures import (
+    DEFAULT_VISION_TOWER,
     FAMILY_ARCHITECTURE,
     FORCED_ONE_POOL_ARCHITECTURES,
     HYBRID_SWA_ARCHITECTURES,
@@ -22,6 +23,7 @@ from hkv.planner.engines.sglang.architectures import (
     MAMBA_RADIX_ARCHITECTURES,
     MLA_ARCHITECTURES,
     MULTIMODAL_ARCHITECTURES,
+    MULTIMODAL_OFF_BY_DEFAULT,
     MULTIMODAL_PREFILL_GRAPH_ARCHITECTURES,
     UNSIZED_ARCHITECTURES,
 )
@@ -69,8 +71,9 @@ class SglangModel:
     recurrent: tuple[RecurrentDesc, ...]
     mamba_radix: bool  # the radix cache keeps recurrent states (else 3 slots per request regardless)
     mamba_extra_buffer: bool  # the "auto" radix strategy resolves to the extra buffer
-    is_multimodal: bool
+    is_multimodal: bool  # served as multimodal (SGLang's is_multimodal)
     multimodal_prefill_graph: bool  # a multimodal model that keeps the breakable prefill graph
+    vision_tower: tuple[int, int] | None  # (layers, hidden size) SGLang's mem_fraction_static cut reads
     kda: bool
     extras: SglangConfigExtras
 
@@ -102,8 +105,9 @@ def sglang_model(spec: ModelSpec, extras: SglangConfigExtras | None = None, *,
     arch = architecture_of(spec)
     if arch not in SGLANG_ARCHITECTURES:
         raise InvalidInputError(
-            f"{spec.name}: SGLang 0.5.23 does not serve {arch} (no model class of its registry names it); "
-            f"plan it with the vllm engine", fields=("model", "engine"))
+            f"{spec.name}: SGLang 0.5.23 does not serve {arch} (no model class of its own; hkv does not size its "
+            f"Transformers fallback, which refuses Falcon, Jamba, Bamba, OLMo-hybrid); plan it with the vllm engine",
+            fields=("model", "engine"))
     if arch in UNSIZED_ARCHITECTURES:
         raise InvalidInputError(f"{spec.name}: {UNSIZED_ARCHITECTURES[arch]}; plan it with the vllm engine",
                                 fields=("model", "engine"))
@@ -139,8 +143,9 @@ def sglang_model(spec: ModelSpec, extras: SglangConfigExtras | None = None, *,
         recurrent=recurrent,
         mamba_radix=arch in MAMBA_RADIX_ARCHITECTURES,
         mamba_extra_buffer=arch in MAMBA_EXTRA_BUFFER_ARCHITECTURES,
-        is_multimodal=arch in MULTIMODAL_ARCHITECTURES,
+        is_multimodal=arch in MULTIMODAL_ARCHITECTURES and arch not in MULTIMODAL_OFF_BY_DEFAULT,
         multimodal_prefill_graph=arch in MULTIMODAL_PREFILL_GRAPH_ARCHITECTURES,
+        vision_tower=extras.vision_tower or DEFAULT_VISION_TOWER.get(arch),
         kda=arch in KDA_ARCHITECTURES,
         extras=extras,
     )

@@ -58,8 +58,6 @@ CASES = [
     ("kimi-linear-48b-a3b-instruct", H100, SglangServerArgs(), 0.835),
     # PP 2: 512 + 12,288 + 256 + 512 (no prefill capture) = 13,568; 67,991 / 81,559 = 0.83364 -> 0.834
     ("llama-3.1-8b-instruct", H100, SglangServerArgs(pp_size=2), 0.834),
-    # Qwen3.5 keeps the prefill graph (allow-listed); no vision_config in the catalog copy: 0.83
-    ("qwen3.5-27b", H100, SglangServerArgs(), 0.83),
 ]
 
 
@@ -69,10 +67,21 @@ def test_default_mem_fraction_static(name: str, gpu: int, args: SglangServerArgs
 
 
 def test_vision_tower_lowers_the_fraction() -> None:
-    # Gemma-3-27B: multimodal, not allow-listed: no prefill capture, 13,440 MiB -> 0.835 on H100.
-    # SigLIP 27 layers x 1152^2 / (24 x 1024^2) = 35,831,808 / 25,165,824 = 1.423828125;
-    # factor 0.95 x (1 - 0.1 x 0.423828125) = 0.95 x 0.9576171875 = 0.909736328125;
-    # 0.835 x 0.909736328125 = 0.759629833984375
-    extras = SglangConfigExtras(has_vision_config=True, vit_layers=27, vit_hidden_size=1152)
-    mfs = default_mem_fraction_static(H100, SglangServerArgs(), load_model_spec("gemma-3-27b-it"), extras)
-    assert mfs == pytest.approx(0.759629833984375, abs=1e-12)
+    # Qwen3.5 keeps the prefill graph: 0.83 on H100, then x 0.95 x (1 - 0.1 x (complexity - 1)).
+    # Without a vision_config (the catalog copy) transformers' default tower: 24 layers (SGLang reads
+    # num_hidden_layers, Qwen's tower says `depth`), hidden 1152: 24 x 1152^2 / (24 x 1024^2) = 1.265625,
+    # 0.83 x 0.95 x 0.9734375 = 0.76755546875
+    spec = load_model_spec("qwen3.5-27b")
+    assert default_mem_fraction_static(H100, SglangServerArgs(), spec) == pytest.approx(0.76755546875, abs=1e-12)
+    # a 27-layer tower: 27 x 1152^2 / (24 x 1024^2) = 1.423828125; 0.83 x 0.95 x 0.9576171875 = 0.75508115234375
+    extras = SglangConfigExtras(vision_tower=(27, 1152))
+    assert default_mem_fraction_static(H100, SglangServerArgs(), spec, extras) == pytest.approx(0.75508115234375,
+                                                                                               abs=1e-12)
+
+
+def test_multimodal_off_by_default_keeps_the_fraction() -> None:
+    # Gemma 3 and Llama 4 are served as language models unless --enable-multimodal: no cut, and the
+    # prefill graph stays: 0.83 on H100 like a dense model
+    extras = SglangConfigExtras(vision_tower=(27, 1152))
+    assert default_mem_fraction_static(H100, SglangServerArgs(), load_model_spec("gemma-3-27b-it"), extras) == 0.83
+    assert default_mem_fraction_static(H100, SglangServerArgs(), load_model_spec("llama-4-scout-17b-16e-instruct")) == 0.83
