@@ -10,6 +10,7 @@ from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.gpu_table import MIB, get_gpu
 from hkv.planner.budget.weights import weights_term
 from hkv.planner.engines.sglang.budget import VLM_CACHE_MIB, SglangBudget, baseline_overhead_bytes
+from hkv.planner.engines.sglang.concurrency import max_length_requests
 from hkv.planner.engines.sglang.config_extras import SglangConfigExtras
 from hkv.planner.engines.sglang.mem_fraction import gpu_defaults, model_mem_fraction_static
 from hkv.planner.engines.sglang.model_view import sglang_model
@@ -39,6 +40,11 @@ class SglangPlan:
     def pools(self) -> SglangPools:
         return self.resolution.pools
 
+    @property
+    def max_length_requests(self) -> int:
+        """Requests of context_len tokens that run at once (concurrency.py; an estimate)."""
+        return max_length_requests(self.pools, self.resolution.model.sliding_window)
+
     def start_up_lines(self) -> tuple[str, ...]:
         return start_up_lines(self.resolution, self.chunked_prefill_size)
 
@@ -52,6 +58,7 @@ class SglangPlan:
             "pools": self.pools.to_json(),
             "slots_per_request": self.resolution.mamba.slots_per_request if self.resolution.mamba else None,
             "capped_by_mamba": self.resolution.running.capped_by_mamba,
+            "max_length_requests": self.max_length_requests,
             "start_up_lines": list(self.start_up_lines()), "notes": list(self.notes),
         }
 

@@ -64,15 +64,15 @@ def _kv_lines(res: SglangResolution) -> list[str]:
         return [f"KV Cache is allocated. dtype: {dtype}, #tokens: {pools.max_total_num_tokens}, KV size: {kv:.2f} GB"]
     full_k, full_v = _k_v_bytes(res, full_rows, swa=False)
     if pools.swa_tokens is None:
-        return [f"KV Cache is allocated. dtype: {dtype}, #tokens: {pools.max_total_num_tokens}, "
-                f"K size: {full_k / GIB:.2f} GB, V size: {full_v / GIB:.2f} GB"]
+        return [(f"KV Cache is allocated. dtype: {dtype}, #tokens: {pools.max_total_num_tokens}, "
+                f"K size: {full_k / GIB:.2f} GB, V size: {full_v / GIB:.2f} GB")]
     swa_k, swa_v = _k_v_bytes(res, pools.swa_tokens + page, swa=True)
     total = (full_k + full_v + swa_k + swa_v) / GIB
     return [
-        f"Full KV Cache is allocated. dtype: {dtype}, #tokens: {pools.max_total_num_tokens}, "
-        f"K size: {full_k / GIB:.2f} GB, V size: {full_v / GIB:.2f} GB",
-        f"SWA KV Cache is allocated. dtype: {dtype}, #tokens: {pools.swa_tokens}, "
-        f"K size: {swa_k / GIB:.2f} GB, V size: {swa_v / GIB:.2f} GB",
+        (f"Full KV Cache is allocated. dtype: {dtype}, #tokens: {pools.max_total_num_tokens}, "
+        f"K size: {full_k / GIB:.2f} GB, V size: {full_v / GIB:.2f} GB"),
+        (f"SWA KV Cache is allocated. dtype: {dtype}, #tokens: {pools.swa_tokens}, "
+        f"K size: {swa_k / GIB:.2f} GB, V size: {swa_v / GIB:.2f} GB"),
         f"SWAKVPool mem usage: {total:.2f} GB, swa size: {pools.swa_tokens}, full size: {pools.max_total_num_tokens}",
     ]
 

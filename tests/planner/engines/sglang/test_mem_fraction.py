@@ -13,7 +13,11 @@ from __future__ import annotations
 import pytest
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.engines.sglang.config_extras import SglangConfigExtras
-from hkv.planner.engines.sglang.mem_fraction import default_mem_fraction_static, gpu_defaults, prefill_graph_sizes
+from hkv.planner.engines.sglang.mem_fraction import (
+    default_mem_fraction_static,
+    gpu_defaults,
+    prefill_graph_sizes,
+)
 from hkv.planner.engines.sglang.server_args import SglangServerArgs
 
 MIB = 2**20

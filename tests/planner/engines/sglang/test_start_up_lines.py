@@ -16,8 +16,8 @@ def test_dense_model() -> None:
     res = resolve(load_model_spec("llama-3.1-8b-instruct"), SglangServerArgs(), 40 * GIB, 0.83)
     assert start_up_lines(res, chunked_prefill_size=8192) == (
         "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 327680, K size: 20.00 GB, V size: 20.00 GB",
-        "max_total_num_tokens=327680, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=2048, "
-        "context_len=131072",
+        ("max_total_num_tokens=327680, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=2048, "
+        "context_len=131072"),
     )
 
 
@@ -27,13 +27,13 @@ def test_hybrid_recurrent_model() -> None:
     # x 4 layers x 8 x 128 x 2 B = 11,312,128,000 B = 10.535 GiB for K and for V; cap 198 // 5 = 39
     res = resolve(load_model_spec("nemotron-h-8b-base-8k"), SglangServerArgs(), 40 * GIB, 0.83)
     assert start_up_lines(res, chunked_prefill_size=8192) == (
-        "max_running_requests is capped to 39 by the mamba state cache (max_mamba_cache_size=198, 5 state slots per "
+        ("max_running_requests is capped to 39 by the mamba state cache (max_mamba_cache_size=198, 5 state slots per "
         "request). To raise it: increase --mamba-full-memory-ratio or --max-mamba-cache-size, or halve the state size "
-        "with --mamba-ssm-dtype bfloat16.",
+        "with --mamba-ssm-dtype bfloat16."),
         "Mamba Cache is allocated. max_mamba_cache_size: 198, conv_state size: 0.27GB, ssm_state size: 18.66GB ",
         "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1380874, K size: 10.54 GB, V size: 10.54 GB",
-        "max_total_num_tokens=1380874, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=39, "
-        "context_len=8192",
+        ("max_total_num_tokens=1380874, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=39, "
+        "context_len=8192"),
     )
 
 
