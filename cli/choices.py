@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from hkv.planner.engines.sglang.launch_command import LAUNCH_TARGETS
 from hkv.planner.engines.vllm.serve_command import SERVE_TARGETS
 from hkv.planner.plan_config import DTYPE_BYTES, KV_CACHE_DTYPES, LAYOUT_NAMES, VLLM_LOG_FORMATS
 from hkv.runtime.live.prompt_file import PROMPT_FORMATS
@@ -25,4 +26,4 @@ Dtype = _choices("Dtype", list(DTYPE_BYTES))
 KvCacheDtype = _choices("KvCacheDtype", KV_CACHE_DTYPES)
 VllmLog = _choices("VllmLog", VLLM_LOG_FORMATS)
 PromptFormat = _choices("PromptFormat", PROMPT_FORMATS)
-Emit = _choices("Emit", SERVE_TARGETS)
+Emit = _choices("Emit", (*SERVE_TARGETS, *LAUNCH_TARGETS))

@@ -1,5 +1,6 @@
-"""`hkv explain-log FILE|-`: read a vLLM start-up log, re-plan with exactly its inputs, check each
-number it printed against hkv's reproduction, and explain them.
+"""`hkv explain-log FILE|-`: read a vLLM or SGLang start-up log (the engine is told from its lines),
+re-plan with exactly its inputs, check each number it printed against hkv's reproduction, and
+explain them.
 
 The memory terms and anomalies inform; they never change the exit code. Exit codes: 0 every
 logged number reproduced; 1 bad input (one stderr line: an unreadable file, a
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from hkv.cli.engine_options import MemFractionOpt, SglangVersionOpt, sglang_given
 from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.log_file import read_log_text
 from hkv.cli.output import OutputFormat, stdout_console, write_json
@@ -35,12 +37,16 @@ from hkv.cli.plan_options import (
     VllmVersionOpt,
 )
 from hkv.cli.render_log_explanation import explanation_to_dict, render_explanation
+from hkv.cli.render_sglang_log_explanation import render_sglang_explanation, sglang_explanation_to_dict
 from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.engines.log_engine import SGLANG, detect_log_engine
+from hkv.planner.engines.sglang.log import read_sglang_log
+from hkv.planner.engines.sglang.log_explanation import explain_sglang_log
 from hkv.planner.engines.vllm.log import read_vllm_log
 from hkv.planner.engines.vllm.log_explanation import explain_log
 
-LogArg = Annotated[str, typer.Argument(help="vLLM start-up log file (or a paste of some of its lines); - reads "
-                                            "standard input")]
+LogArg = Annotated[str, typer.Argument(help="vLLM or SGLang start-up log file (or a paste of some of its lines); "
+                                            "- reads standard input")]
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", help="catalog name, HF id, model directory or config.json [default: the log's model]")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="human or json")]
@@ -57,6 +63,7 @@ def explain_log_command(
     max_num_batched_tokens: MnbtOpt = None, max_num_seqs: MaxSeqsOpt = None,
     speculative_tokens: SpecTokensOpt = None, vllm_log: VllmLogOpt = None, vllm_version: VllmVersionOpt = None,
     no_prefix_caching: NoPrefixOpt = False, enable_prefix_caching: PrefixOpt = False,
+    mem_fraction_static: MemFractionOpt = None, sglang_version: SglangVersionOpt = None,
     output_format: FormatOpt = OutputFormat.human,
 ) -> None:
     """Explain a vLLM start-up log: each KV cache number it printed next to hkv's reproduction
@@ -68,13 +75,25 @@ def explain_log_command(
     in what the log lacks and override what it says. Exit 3 when a logged number cannot be
     reproduced. Each option's default is what the log says, then the default shown.
 
+    An SGLang log (told from its lines) is checked pool by pool: its full and sliding-window
+    pools, state slots and max_running_requests re-sized with its server_args at the budget its
+    "Load weight begin/end" free memory leaves (or --available-kv-memory as that budget, or the
+    budget its full pool pins); --tp, --max-model-len, --max-num-seqs, --kv-cache-dtype,
+    --mem-fraction-static and --sglang-version override its server_args.
+
     Examples: hkv explain-log vllm.log ; docker logs vllm 2>&1 | hkv explain-log - --format json ;
-    hkv explain-log pasted.txt --model llama-4-scout-17b-16e-instruct --max-num-batched-tokens 8192
+    hkv explain-log pasted.txt --model llama-4-scout-17b-16e-instruct --max-num-batched-tokens 8192 ;
+    hkv explain-log sglang.log --model gpt-oss-120b
     """
     options = PlanOptions.from_args(locals())
     cfg = options.plan_config()  # parses and validates what was given
     given = _given_fields(options, cfg)
-    log = read_vllm_log(read_log_text(log_file).splitlines())
+    lines = read_log_text(log_file).splitlines()
+    if detect_log_engine(lines) == SGLANG:
+        _explain_sglang(lines, model, given, sglang_given(given, sglang_version, mem_fraction_static),
+                        output_format)
+        return
+    log = read_vllm_log(lines)
     model_name = model or log.args.get("model")
     if not model_name:
         raise UserError("the log names no model (no 'non-default args' or engine config line): pass --model")
@@ -84,6 +103,23 @@ def explain_log_command(
         write_json(explanation_to_dict(explanation))
     else:
         render_explanation(explanation, stdout_console())
+    if not explanation.ok:
+        failed = [c.name for c in explanation.checks if not c.ok]
+        raise CheckFailedError(f"{len(failed)} logged number(s) not reproduced: {', '.join(failed)}")
+
+
+def _explain_sglang(lines: list[str], model: str | None, given: dict[str, Any], sglang_args: dict[str, Any],
+                    output_format: OutputFormat) -> None:
+    log = read_sglang_log(lines)
+    model_name = model or log.model_path
+    if not model_name:
+        raise UserError("the log names no model (no 'server_args=' line): pass --model")
+    spec = load_model_spec(model_name)
+    explanation = explain_sglang_log(log, spec, sglang_args, given.get("available_kv_memory_bytes"))
+    if output_format is OutputFormat.json:
+        write_json(sglang_explanation_to_dict(explanation, spec))
+    else:
+        render_sglang_explanation(explanation, spec, stdout_console())
     if not explanation.ok:
         failed = [c.name for c in explanation.checks if not c.ok]
         raise CheckFailedError(f"{len(failed)} logged number(s) not reproduced: {', '.join(failed)}")

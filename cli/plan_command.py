@@ -6,6 +6,9 @@ from typing import Annotated
 
 import typer
 
+from hkv.cli.engine_options import (
+    EngineOpt, MemFractionOpt, SglangVersionOpt, gpu_assumed, parse_engines, sglang_server_args,
+)
 from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.list_options import GpuListOpt, TpListOpt, first_gpu, first_tp, is_sweep
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
@@ -16,6 +19,7 @@ from hkv.cli.plan_options import (
     VllmVersionOpt, WeightsOpt, assumed_note,
 )
 from hkv.cli.plan_emit import EmitOpt, write_serve
+from hkv.cli.plan_engines import uses_engines, write_engine_plans
 from hkv.cli.plan_svg import SvgOpt, checked_svg_path, save_svg
 from hkv.cli.plan_sweep import write_sweep
 from hkv.cli.render_plan import render_plan
@@ -46,7 +50,8 @@ def plan_command(
     concurrency: ConcurrencyOpt = None, no_prefix_caching: NoPrefixOpt = False,
     enable_prefix_caching: PrefixOpt = False,
     layout: LayoutOpt = None, emit: EmitOpt = None, output_format: FormatOpt = OutputFormat.human,
-    svg: SvgOpt = None,
+    svg: SvgOpt = None, engine: EngineOpt = None, sglang_version: SglangVersionOpt = None,
+    mem_fraction_static: MemFractionOpt = None,
 ) -> None:
     """Derive KV cache groups, pages and pool sizes for every layout and predict capacity.
 
@@ -54,14 +59,22 @@ def plan_command(
 
     Examples: hkv plan gemma-3-27b --gpu h100 ; hkv plan gpt-oss-120b --gpu h200 --max-model-len 32768
     --format json ; hkv plan ./my-model --available-kv-memory 20GiB --layout vllm ;
-    hkv plan gemma-3-27b --gpu h100,h200,b200 --tp 1,2,4 ; hkv plan gemma-3-27b --gpu h100 --emit vllm
+    hkv plan gemma-3-27b --gpu h100,h200,b200 --tp 1,2,4 ; hkv plan gemma-3-27b --gpu h100 --emit vllm ;
+    hkv plan gpt-oss-120b --gpu h100 --engine vllm,sglang --max-model-len 32768 ;
+    hkv plan qwen3-next-80b-a3b --gpu h200 --tp 2 --emit sglang
     """
+    engines = parse_engines(engine)
     svg_path = checked_svg_path(svg, sweep=is_sweep(gpu, tp), emit=emit is not None)
     options = PlanOptions.from_args(locals(), gpu=first_gpu(gpu), tp=first_tp(tp))
     cfg = options.plan_config()
     spec = load_model_spec(model)
     if spec.source_note:  # the Hub could not be asked: say what the plan rests on instead
         note(spec.source_note)
+    if uses_engines(engines, emit):
+        args = sglang_server_args(cfg, sglang_version, mem_fraction_static, max_num_seqs)
+        write_engine_plans(spec, cfg, engines, args, emit, gpu_assumed(options.gpu, gpu_memory), output_format,
+                           sweep=is_sweep(gpu, tp), svg=svg is not None)
+        return
     if is_sweep(gpu, tp):
         write_sweep(spec, cfg, gpu, tp, options, emit, output_format)
         return

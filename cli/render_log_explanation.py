@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from hkv.cli.render_log_budget import log_budget_to_dict, render_log_budget
@@ -48,19 +49,24 @@ def difference(check: LogCheck) -> str:
     return "✗ differs"
 
 
+def checks_table(checks: Sequence[LogCheck], engine: str) -> Table:
+    """Each logged number next to hkv's, ✓ or the difference (vLLM's and SGLang's explanations)."""
+    table = Table(title="logged vs reproduced")
+    for col in ("number", f"{engine} logged", "hkv", ""):
+        table.add_column(col, justify="left" if col == "number" else "right")
+    for c in checks:
+        mark = difference(c)
+        table.add_row(escape(c.name), escape(c.logged), escape(c.reproduced),
+                      f"[green]{mark}[/green]" if c.ok else f"[bold red]{mark}[/bold red]")
+    return table
+
+
 def render_explanation(e: LogExplanation, console: Console) -> None:
     source = {"log": "from the log", "option": "as given", "inferred from the numbers": "inferred from the numbers"}
     console.print(f"[bold]{escape(e.plan.model.name)}[/bold]: vLLM {e.vllm_version} "
                   f"({source.get(e.version_source, e.version_source)}), read as hkv's [bold]{e.layout_name}[/bold] "
                   f"layout; budget {gib_text(e.band[0])} to {gib_text(e.band[1])}")
-    table = Table(title="logged vs reproduced")
-    for col in ("number", "vLLM logged", "hkv", ""):
-        table.add_column(col, justify="left" if col == "number" else "right")
-    for c in e.checks:
-        mark = difference(c)
-        table.add_row(escape(c.name), escape(c.logged), escape(c.reproduced),
-                      f"[green]{mark}[/green]" if c.ok else f"[bold red]{mark}[/bold red]")
-    console.print(table)
+    console.print(checks_table(e.checks, "vLLM"))
     render_log_budget(e.budget, e.anomalies, console)
     console.print("[bold]why[/bold]")
     for line in e.reasons:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hkv.planner.engines.sglang.plan import SglangPlan
 from hkv.planner.plan import Plan
 
 
@@ -53,3 +54,22 @@ def vllm_summary(plan: Plan) -> EngineSummary:
         kv_cache_tokens=capacity.kv_cache_tokens, swa_tokens=None, state_slots=None,
         max_running_requests=plan.budget.max_num_seqs, sustained_concurrency=capacity.sustained_concurrency,
         logged_capacity=report.log_lines)
+
+
+def sglang_summary(planned: SglangPlan) -> EngineSummary:
+    """SGLang's pools; no sustained figure (hkv does not simulate SGLang's scheduler)."""
+    pools = planned.pools
+    return EngineSummary(
+        engine="sglang", version=planned.resolution.rules.version_text,
+        fits=pools.max_total_num_tokens >= pools.context_len and pools.max_running_requests > 0,
+        available_kv_bytes=pools.available_bytes, max_model_len=pools.context_len,
+        kv_cache_tokens=pools.max_total_num_tokens, swa_tokens=pools.swa_tokens,
+        state_slots=pools.max_mamba_cache_size, max_running_requests=pools.max_running_requests,
+        sustained_concurrency=None, logged_capacity=planned.start_up_lines())
+
+
+def not_fitting_summary(engine: str, version: str, max_model_len: int) -> EngineSummary:
+    """An engine that would refuse to start (the reason goes beside the table)."""
+    return EngineSummary(engine=engine, version=version, fits=False, available_kv_bytes=0,
+                         max_model_len=max_model_len, kv_cache_tokens=0, swa_tokens=None, state_slots=None,
+                         max_running_requests=0, sustained_concurrency=None, logged_capacity=())

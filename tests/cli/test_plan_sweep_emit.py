@@ -92,7 +92,7 @@ BAD_LISTS = [
     (["--tp", "1,2", "--emit", "vllm"], 1, "got 1 GPU(s) x 2 TP size(s)"),
     (["--gpu", "h100,,h200"], 2, "Error: Invalid value for '--gpu': 'h100,,h200' has an empty item"),
     (["--tp", "1,x"], 2, "Error: Invalid value for '--tp': '1,x' is not an integer or a comma list"),
-    (["--emit", "sglang"], 2, "'sglang' is not one of 'vllm'"),
+    (["--emit", "trtllm"], 2, "'trtllm' is not one of 'vllm', 'sglang'"),
     (["--gpu", "l4", "--emit", "vllm"], 1, "hkv: error: --emit vllm: gemma-3-27b-it does not fit"),
 ]
 

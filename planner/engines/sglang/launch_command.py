@@ -56,6 +56,11 @@ def build_sglang_launch_command(model_path: str, args: SglangServerArgs, pools: 
     notes = [f"--mem-fraction-static {pools.mem_fraction_static!r}: the fraction the plan's pools come from "
              f"(SGLang would choose its own from the card and the other flags)",
              f"`sglang serve` takes the same flags; flag names are SGLang {FLAGS_SGLANG_VERSION}'s"]
+    if pools.max_total_num_tokens < pools.context_len:
+        # tp_worker.py warns and serves: requests past the pool are refused or truncated.
+        notes.append(f"the KV pool holds {pools.max_total_num_tokens:,} tokens, fewer than the context length "
+                     f"{pools.context_len:,}: SGLang starts but refuses or truncates requests longer than "
+                     f"{pools.max_total_num_tokens - 6:,} input tokens; lower --context-length or use more GPUs")
     flags = ["--model-path", model_path, "--mem-fraction-static", repr(pools.mem_fraction_static)]
     if args.speculative_algorithm is not None:
         flags += ["--speculative-algorithm", args.speculative_algorithm]

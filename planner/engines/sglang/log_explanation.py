@@ -9,7 +9,8 @@ _profile_available_bytes): free memory after the weights - free memory before th
 is used; without either, the band is every budget, and the checks then say whether ONE budget
 reproduces all printed figures together (the full pool pins it; the sliding pool, state slots and
 request cap must follow). Within the band the budget searched for is the smallest that gives the
-logged full-attention pool (pool sizes grow with the budget).
+logged full-attention pool, or the logged state slots when no pool line was pasted (both grow with
+the budget).
 
 Pure: no I/O.
 """
@@ -39,9 +40,10 @@ ResolvePools = Callable[[ModelSpec, SglangServerArgs, int, float], SglangPools]
 class SglangLogExplanation:
     checks: tuple[LogCheck, ...]
     args: SglangServerArgs  # the inputs the pools were resized with (log, then caller)
-    pools: SglangPools | None  # hkv's pools at the budget found; None when none in the band gives the full pool
+    pools: SglangPools | None  # hkv's pools at the budget found, else at the band's end nearest the logged pool
+    budget_found: bool  # some budget in the band gives the logged pool (the one `pools` comes from)
     band: tuple[int, int]  # the profiled rests the printed memory stands for (bytes)
-    band_source: str  # "log", "given" or "none (inferred from the pool)"
+    band_source: str  # "log", "given" or "inferred from the logged pool"
     assumptions: tuple[str, ...]
 
     @property
@@ -65,11 +67,11 @@ def explain_sglang_log(log: SglangLog, model: ModelSpec, given: Mapping[str, Any
     gave; `resolve_pools`: hkv's SGLang pool sizing (a test passes its own). InvalidInputError when neither the log nor the caller gives mem_fraction_static, or the
     log prints no pool figure."""
     args = log_server_args(log, given)
-    target = _logged_full_tokens(log)
+    target = _search_target(log)
     if target is None:
         raise InvalidInputError("the log prints no pool size (\"max_total_num_tokens=\", \"KV Cache is allocated\", "
-                                "\"Use sliding window memory pool\", \"SWAKVPool\"); paste SGLang's start-up log",
-                                fields=("log_file",))
+                                "\"Use sliding window memory pool\", \"SWAKVPool\", \"max_mamba_cache_size\"); paste "
+                                "SGLang's start-up log", fields=("log_file",))
     band_from_log = available_bytes is None and log.load_begin_avail is not None and log.load_end_avail is not None
     if args.mem_fraction_static is None and band_from_log:
         raise InvalidInputError("the log's server_args give no mem_fraction_static, which turns its free-memory lines "
@@ -85,25 +87,49 @@ def explain_sglang_log(log: SglangLog, model: ModelSpec, given: Mapping[str, Any
         except PlanError:  # SGLang refuses budgets this small (too few tokens, no state slot)
             return None
 
-    budget = _smallest_budget(pools_at, band, target)
-    pools = None if budget is None else pools_at(budget)
-    assumptions = tuple(f"{name} = SGLang's default ({getattr(args, name)})" for name in
-                        ("page_size", "swa_full_tokens_ratio", "mamba_full_memory_ratio")
-                        if name not in log.args and name not in given)
-    if args.mem_fraction_static is None:
-        assumptions += ("mem_fraction_static: neither the log nor an option gives it; not needed without the "
-                        "weight lines (the pools come from the budget alone)",)
-    return SglangLogExplanation(_checks(log, pools), args, pools, band, source, assumptions)
+    budget = _smallest_budget(pools_at, band, *target)
+    if budget is not None:
+        pools = pools_at(budget)
+    else:  # show what the band gives at its end nearest the logged figure
+        high = pools_at(band[1])
+        value = None if high is None else target[1](high)
+        pools = high if value is None or value < target[0] else pools_at(band[0])
+    assumptions = _assumed_defaults(log, given, args, pools)
+    return SglangLogExplanation(_checks(log, pools), args, pools, budget is not None, band, source, assumptions)
 
 
-def _logged_full_tokens(log: SglangLog) -> int | None:
-    """The full-attention pool from whichever line printed it."""
+def _search_target(log: SglangLog) -> tuple[int, Callable[[SglangPools], int | None]] | None:
+    """The printed figure the budget is searched for: the full-attention pool from whichever line
+    printed it, else the state slots (a paste of the Mamba lines alone)."""
     summary_tokens = None if log.summary is None else log.summary.max_total_num_tokens
     kv_tokens = None if log.kv_pool is None else log.kv_pool.num_tokens
     for value in (log.full_layer_tokens, log.swa_pool_full_tokens, summary_tokens, kv_tokens):
         if value is not None:
-            return value
+            return value, lambda p: p.max_total_num_tokens
+    cap_slots = None if log.mamba_cap is None else log.mamba_cap.max_mamba_cache_size
+    for value in (log.max_mamba_cache_size, cap_slots):
+        if value is not None:
+            return value, lambda p: p.max_mamba_cache_size
     return None
+
+
+def _assumed_defaults(log: SglangLog, given: Mapping[str, Any], args: SglangServerArgs,
+                      pools: SglangPools | None) -> tuple[str, ...]:
+    """The sizing arguments neither the log nor the caller gave, where they matter."""
+    unsaid = [name for name in ("page_size", "swa_full_tokens_ratio", "mamba_full_memory_ratio")
+              if name not in log.args and name not in given]
+    lines = []
+    if "page_size" in unsaid:
+        page = "the model's" if pools is None else str(pools.page_size)
+        lines.append(f"page_size = SGLang's default for the model ({page})")
+    if "swa_full_tokens_ratio" in unsaid and (pools is None or pools.swa_tokens is not None):
+        lines.append(f"swa_full_tokens_ratio = SGLang's default ({args.swa_full_tokens_ratio})")
+    if "mamba_full_memory_ratio" in unsaid and (pools is None or pools.max_mamba_cache_size is not None):
+        lines.append(f"mamba_full_memory_ratio = SGLang's default ({args.mamba_full_memory_ratio})")
+    if args.mem_fraction_static is None:
+        lines.append("mem_fraction_static: neither the log nor an option gives it; not needed without the weight "
+                     "lines (the pools come from the budget alone)")
+    return tuple(lines)
 
 
 def _band(log: SglangLog, mfs: float, available_bytes: int | None) -> tuple[tuple[int, int], str]:
@@ -114,14 +140,16 @@ def _band(log: SglangLog, mfs: float, available_bytes: int | None) -> tuple[tupl
         end_low, end_high = log.load_end_avail.interval
         slack = 1 - mfs
         return (max(0, int(end_low - begin_high * slack)), max(0, int(end_high - begin_low * slack))), "log"
-    return (0, _MAX_BUDGET_BYTES), "none (inferred from the pool)"
+    return (0, _MAX_BUDGET_BYTES), "inferred from the logged pool"
 
 
-def _smallest_budget(pools_at: Callable[[int], SglangPools | None], band: tuple[int, int], target: int) -> int | None:
-    """The smallest budget in `band` whose full pool is `target` tokens; None when none is."""
+def _smallest_budget(pools_at: Callable[[int], SglangPools | None], band: tuple[int, int], target: int,
+                     figure: Callable[[SglangPools], int | None]) -> int | None:
+    """The smallest budget in `band` whose `figure` is `target`; None when none is."""
     def tokens(budget: int) -> int:
         pools = pools_at(budget)
-        return -1 if pools is None else pools.max_total_num_tokens
+        value = None if pools is None else figure(pools)
+        return -1 if value is None else value
 
     low, high = band
     if tokens(high) < target:
@@ -136,7 +164,7 @@ def _smallest_budget(pools_at: Callable[[int], SglangPools | None], band: tuple[
 
 
 def _checks(log: SglangLog, pools: SglangPools | None) -> tuple[LogCheck, ...]:
-    """One check per printed pool figure, against hkv's pools (None: "no budget in the band")."""
+    """One check per printed pool figure, against hkv's pools (None: SGLang would not start)."""
     summary = log.summary
     cap = log.mamba_cap
     logged: list[tuple[str, int | None, Callable[[SglangPools], int | None]]] = [
@@ -163,8 +191,7 @@ def _checks(log: SglangLog, pools: SglangPools | None) -> tuple[LogCheck, ...]:
         if value is None:
             continue
         mine = None if pools is None else ours(pools)
-        text = "no budget in the band gives the logged pool" if pools is None else (
-            "none" if mine is None else f"{mine:,}")
+        text = "does not start" if pools is None else ("none" if mine is None else f"{mine:,}")
         checks.append(LogCheck(name, f"{value:,}", text, mine == value))
     return tuple(checks)
 

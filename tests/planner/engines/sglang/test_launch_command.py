@@ -125,3 +125,10 @@ def test_sglang_own_parser_reads_the_command_back():
                           cwd="/", capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == expected
+
+
+def test_a_pool_shorter_than_the_context_is_said():
+    # tp_worker.py: max_req_len = min(context_len - 1, kv_capacity - 1); inputs up to max_req_len - 5
+    notes = build_sglang_launch_command(MODEL, SglangServerArgs(), pools(tokens=18047)).notes
+    assert any("holds 18,047 tokens, fewer than the context length 131,072" in n and "18,041 input tokens" in n
+               for n in notes)

@@ -39,7 +39,7 @@ def test_budget_inferred_from_the_full_pool_reproduces_the_rest():
     assert e.ok and e.pools.available_bytes == 375_360_000
     assert [c.name for c in e.checks] == ["full_layer_tokens", "swa_layer_tokens", "max_total_num_tokens",
                                           "max_running_requests", "context_len"]
-    assert e.band_source == "none (inferred from the pool)"
+    assert e.band_source == "inferred from the logged pool"
 
 
 def test_a_figure_the_rule_does_not_give_fails_its_check():
@@ -70,17 +70,23 @@ def test_pool_outside_the_printed_band_is_not_reproduced():
              "max_total_num_tokens=1000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
              "max_running_requests=500, context_len=32768"]
     e = explain_sglang_log(read_sglang_log(lines), MODEL, {}, None, toy_pools)
-    assert e.pools is None and not e.ok
-    assert e.checks[0].reproduced == "no budget in the band gives the logged pool"
+    assert not e.budget_found and not e.ok
+    # the band's lower end (about 16 GiB, some 17 million toy tokens) is the nearest to 1,000 tokens
+    assert e.pools.available_bytes == e.band[0]
+    assert [(c.name, c.ok) for c in e.checks] == [("max_total_num_tokens", False), ("max_running_requests", False),
+                                                 ("context_len", True)]
 
 
 def test_given_values_override_the_log_and_missing_fraction_is_one_clear_error():
     log = read_sglang_log([ARGS])
     args = log_server_args(log, {"tp_size": 2})
     assert (args.tp_size, args.mem_fraction_static, args.context_length, args.cuda_graph_max_bs) == (2, 0.8, 32768, 256)
-    bare = read_sglang_log(["max_total_num_tokens=1000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-                            "max_running_requests=500, context_len=32768"])
-    with pytest.raises(InvalidInputError, match="mem_fraction_static"):
-        explain_sglang_log(bare, MODEL, {}, None, toy_pools)
+    summary = ("max_total_num_tokens=1000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+               "max_running_requests=500, context_len=32768")
+    bare = read_sglang_log([summary])
+    weights = ["Load weight begin. avail mem=70.00 GB", "Load weight end. type=X, avail mem=30.00 GB, mem usage=40.00 GB."]
+    with pytest.raises(InvalidInputError, match="mem_fraction_static"):  # needed to turn those lines into a budget
+        explain_sglang_log(read_sglang_log([*weights, summary]), MODEL, {}, None, toy_pools)
+    assert explain_sglang_log(bare, MODEL, {"context_length": 32768}, None, toy_pools).ok
     assert explain_sglang_log(bare, MODEL, {"mem_fraction_static": 0.9, "context_length": 32768}, 1_000_999,
                               toy_pools).ok

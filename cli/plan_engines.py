@@ -1,0 +1,85 @@
+"""`hkv plan --engine vllm,sglang`: each engine's plan (vLLM: planner.plan; SGLang:
+plan_sglang), summed up side by side in one table, or one JSON document (render_engine_comparison:
+"engines" a list of summaries, then "vllm" the full plan document and "sglang" its pools)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from hkv.cli.engine_options import gpu_assumed_note
+from hkv.cli.errors import UserError, user_message
+from hkv.cli.output import OutputFormat, note, stdout_console, write_json
+from hkv.cli.plan_emit import write_launch
+from hkv.cli.render_engine_comparison import comparison_to_dict, render_engine_comparison
+from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.engines.engine_summary import (
+    EngineSummary,
+    not_fitting_summary,
+    sglang_summary,
+    vllm_summary,
+)
+from hkv.planner.engines.log_engine import SGLANG, VLLM
+from hkv.planner.engines.sglang.plan import SglangPlan, plan_sglang
+from hkv.planner.engines.sglang.server_args import SglangServerArgs
+from hkv.planner.errors import DoesNotFitError
+from hkv.planner.plan import plan
+from hkv.planner.plan_config import PlanConfig
+from hkv.planner.plan_json import plan_to_dict
+
+
+def sglang_plan(spec: ModelSpec, cfg: PlanConfig, args: SglangServerArgs) -> SglangPlan:
+    """SGLang's plan on the same GPU as `cfg` (its name or its given memory size; --weights-memory
+    stands for what SGLang's loader takes too)."""
+    return plan_sglang(spec, args, gpu=cfg.gpu, gpu_memory_bytes=cfg.gpu_memory_bytes, weights_bytes=cfg.weights_bytes)
+
+
+def uses_engines(engines: tuple[str, ...], emit: Enum | None) -> bool:
+    """Whether `hkv plan` leaves its vLLM-only path: another engine asked for, or --emit sglang."""
+    return engines != (VLLM,) or (emit is not None and emit.value == SGLANG)
+
+
+def write_engine_plans(spec: ModelSpec, cfg: PlanConfig, engines: tuple[str, ...], args: SglangServerArgs,
+                       emit: Enum | None, assumed: dict[str, Any], output_format: OutputFormat, *,
+                       sweep: bool, svg: bool) -> None:
+    """--emit sglang, or the side-by-side table; UserError for what they cannot combine with."""
+    if sweep or svg:
+        raise UserError(f"--engine {','.join(engines)} / --emit sglang plan one GPU and TP and draw no picture; "
+                        "drop the --gpu / --tp lists and --svg, or plan vLLM alone")
+    if emit is not None and emit.value == SGLANG:
+        write_launch(spec, sglang_plan(spec, cfg, args), output_format, assumed)
+        return
+    if emit is not None:
+        raise UserError(f"--emit {emit.value} prints one engine's command; drop --engine or --emit")
+    write_engine_comparison(spec, cfg, engines, args, assumed, output_format)
+
+
+def write_engine_comparison(spec: ModelSpec, cfg: PlanConfig, engines: tuple[str, ...], args: SglangServerArgs,
+                            assumed: dict[str, Any], output_format: OutputFormat) -> None:
+    summaries: list[EngineSummary] = []
+    details: dict[str, Any] = {}
+    notes: list[str] = []
+    for engine in engines:
+        if engine == VLLM:
+            result = plan(spec, cfg)
+            summaries.append(vllm_summary(result))
+            details[VLLM] = plan_to_dict(result)
+        else:
+            assert engine == SGLANG, engine
+            try:
+                planned = sglang_plan(spec, cfg, args)
+            except DoesNotFitError as err:  # shown as a column that does not fit, as vLLM's plan shows it
+                summaries.append(not_fitting_summary(SGLANG, args.version, args.context_length or spec.max_model_len))
+                details[SGLANG] = {"error": user_message(err)}
+                notes.append(f"sglang: {user_message(err)}")
+                continue
+            summaries.append(sglang_summary(planned))
+            details[SGLANG] = planned.to_json()
+            notes += [f"sglang: {line}" for line in planned.notes]
+    if output_format is OutputFormat.json:
+        write_json({**comparison_to_dict(spec, summaries, details), "assumed": assumed})
+        return
+    line = gpu_assumed_note(assumed)
+    if line:
+        note(line)
+    render_engine_comparison(spec, summaries, notes, stdout_console())
