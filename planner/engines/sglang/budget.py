@@ -12,6 +12,7 @@ baseline); free after weights is that less the weights as loaded.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from hkv.planner.budget.budget_term import BudgetTerm
@@ -40,6 +41,7 @@ class SglangBudget:
     weights: BudgetTerm
     mem_fraction_static: float
     multimodal_reservation_mib: int  # 0 unless multimodal (and the release reserves it)
+    world_size: int = 1  # TP x PP: above 1 both free figures pass a float32 all-reduce (MIN over ranks)
 
     @property
     def free_after_weights_bytes(self) -> int:
@@ -48,8 +50,14 @@ class SglangBudget:
     @property
     def rest_gib(self) -> float:
         """SGLang's rest_memory: GiB floats, in its order of operations."""
-        slack = self.free_before_load_bytes / GIB * (1 - self.mem_fraction_static)
-        return self.free_after_weights_bytes / GIB - slack - self.multimodal_reservation_mib / 1024
+        slack = self._measured(self.free_before_load_bytes) / GIB * (1 - self.mem_fraction_static)
+        return self._measured(self.free_after_weights_bytes) / GIB - slack - self.multimodal_reservation_mib / 1024
+
+    def _measured(self, free_bytes: int) -> float:
+        # get_available_gpu_memory(distributed=True) reduces the free bytes as a float32 tensor.
+        if self.world_size == 1:
+            return float(free_bytes)
+        return float(struct.unpack("f", struct.pack("f", free_bytes))[0])
 
     @property
     def available_bytes(self) -> int:

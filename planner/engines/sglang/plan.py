@@ -99,7 +99,7 @@ def plan_sglang(spec: ModelSpec, args: SglangServerArgs, *, gpu: str | None = DE
                      f"{baseline_overhead_bytes(args.tp_size) / 2**30:.2f} GiB CUDA context"
                      + (" and NCCL buffers" if args.tp_size > 1 else ""))
     reservation = VLM_CACHE_MIB if model.is_multimodal and rules.multimodal_reservation else 0
-    budget = SglangBudget(free_before_load_bytes, weights, mfs, reservation)
+    budget = SglangBudget(free_before_load_bytes, weights, mfs, reservation, args.tp_size * args.pp_size)
     if budget.available_bytes <= 0:
         raise DoesNotFitError(
             f"SGLang: the weights ({weights.bytes / 2**30:.2f} GiB a rank) leave no memory for the KV cache at "
