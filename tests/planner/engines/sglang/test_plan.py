@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.budget.budget_term import BudgetTerm
+from hkv.planner.engines.sglang.budget import SglangBudget
 from hkv.planner.engines.sglang.plan import plan_sglang
 from hkv.planner.engines.sglang.server_args import SglangServerArgs
 from hkv.planner.errors import DoesNotFitError, InvalidInputError
@@ -66,3 +68,15 @@ def test_refused_models(name: str, reason: str) -> None:
 def test_context_longer_than_the_model() -> None:
     with pytest.raises(InvalidInputError, match="context_length 200,000 exceeds"):
         plan_sglang(load_model_spec("llama-3.1-8b-instruct"), SglangServerArgs(context_length=200_000), gpu="h100")
+
+
+def test_budget_rounds_free_memory_like_the_tp_all_reduce() -> None:
+    # 79 GiB free before loading, 64 GiB + 1,000 B after: at TP 1 the rest is
+    # (64 GiB + 1,000 B) - 79 GiB x 0.17 = 50.57 GiB + 1,000 B = 54,299,125,039.7 B; at TP 2 SGLang reduces the
+    # free bytes as float32, whose step at 64 GiB = 2^36 B is 2^13 = 8,192 B: the 1,000 B vanish,
+    # 54,299,124,039.7 B
+    weights = BudgetTerm.exact("weights", 15 * GIB - 1000, "given")
+    one = SglangBudget(79 * GIB, weights, 0.83, 0, world_size=1)
+    two = SglangBudget(79 * GIB, weights, 0.83, 0, world_size=2)
+    assert one.available_bytes == pytest.approx(54_299_125_039, abs=2)
+    assert two.available_bytes == pytest.approx(54_299_124_039, abs=2)
