@@ -42,10 +42,6 @@ def mamba_pool(state: MambaState, args: SglangServerArgs, rules: SglangRules, re
     """The state pool carved out of `rest_gib` (GiB), as SGLang's `_handle_max_mamba_cache`."""
     per_slot = state.slot_bytes
     draft_tokens = args.speculative_num_draft_tokens if args.speculative_algorithm is not None else None
-    if draft_tokens is not None and args.max_running_requests is None:
-        raise InvalidInputError("speculative decoding on a hybrid recurrent model: SGLang needs "
-                                "--max-running-requests to size the draft tokens' states",
-                                fields=("max_running_requests",))
     if args.speculative_algorithm is not None and draft_tokens is None:
         raise InvalidInputError("speculative_algorithm needs speculative_num_draft_tokens",
                                 fields=("speculative_num_draft_tokens",))

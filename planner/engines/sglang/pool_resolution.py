@@ -3,7 +3,7 @@ left, then max_running_requests (kv_cache_configurator.py _resolve_memory_pool_c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.engines.sglang.cell_bytes import CellBytes, KvDtype, cell_bytes, kv_dtype
@@ -28,7 +28,8 @@ from hkv.planner.errors import DoesNotFitError, InvalidInputError
 
 HOPPER = (9, 0)
 DSA_PAGE_SIZE = 64  # model_overrides/deepseek_v2.py: 64 x index_kpool on CUDA
-DEFAULT_CHUNKED_PREFILL_SIZE = 8192  # the 60-160 GiB tier, when neither the card nor the user says
+DEFAULT_CHUNKED_PREFILL_SIZE = 8192
+SPECULATIVE_MAX_RUNNING_REQUESTS = 48  # the 60-160 GiB tier, when neither the card nor the user says
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ def resolve(spec: ModelSpec, args: SglangServerArgs, available_bytes: int, mem_f
     rules = for_sglang_version(args.version)
     model = sglang_model(spec, extras, disable_hybrid_swa_memory=args.disable_hybrid_swa_memory)
     _check_supported(model, args, rules)
+    if args.speculative_algorithm is not None and args.max_running_requests is None:
+        # arg_groups/speculative_hook.py: "Max running requests is reset to 48 for speculative decoding"
+        args = replace(args, max_running_requests=SPECULATIVE_MAX_RUNNING_REQUESTS)
     context_len = _context_len(spec, model, args)
     page_size = args.page_size if args.page_size is not None else (DSA_PAGE_SIZE if model.is_dsa else 1)
     dtype = kv_dtype(model, args.kv_cache_dtype, spec.dtype_bytes, compute_capability)
