@@ -33,7 +33,7 @@ _ROWS: tuple[tuple[str, Callable[[EngineSummary], str]], ...] = (
     ("one max-length request fits", lambda s: "yes" if s.fits else "[bold red]no[/bold red]"),
     ("KV memory (pools sized from)", lambda s: format_gib(s.available_kv_bytes)),
     ("max model len / context_len", lambda s: f"{s.max_model_len:,}"),
-    ("KV tokens (full attention)", lambda s: f"{s.kv_cache_tokens:,}"),
+    ("KV tokens (as logged)", lambda s: f"{s.kv_cache_tokens:,}"),
     ("sliding-window pool tokens", lambda s: _count(s.swa_tokens)),
     ("state slots", lambda s: _count(s.state_slots)),
     ("sustained (max-length requests)", lambda s: _count(s.sustained_concurrency)),

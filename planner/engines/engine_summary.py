@@ -2,7 +2,8 @@
 so `hkv plan --engine vllm,sglang` can set them side by side.
 
 The engines count differently and the summary keeps each one's own meaning: `kv_cache_tokens` is
-vLLM's "GPU KV cache size" and SGLang's full-attention pool (`max_total_num_tokens`); SGLang alone
+vLLM's "GPU KV cache size" (for hybrid models int(concurrency x max_model_len) since 0.20.1, so
+sliding layers included) and SGLang's full-attention pool (`max_total_num_tokens`); SGLang alone
 has a separate sliding-window pool (`swa_tokens`) and recurrent-state slots (`state_slots`).
 `logged_capacity` is each engine's own capacity line as hkv predicts it. `max_running_requests` is
 vLLM's max_num_seqs and SGLang's resolved max_running_requests. `sustained_concurrency` is

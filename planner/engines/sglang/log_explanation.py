@@ -4,8 +4,8 @@ figure it printed against hkv's reproduction.
 The inputs are the log's server_args dump (its resolved mem_fraction_static included), overridden
 by what the caller gives. The budget is SGLang's profiled rest (kv_cache_configurator.py,
 _profile_available_bytes): free memory after the weights - free memory before them x
-(1 - mem_fraction_static), from the "Load weight begin/end. avail mem=X GB" lines, each printed to
-0.01 GiB, so the rest is known to a band. Without those lines a given rest (--available-kv-memory)
+(1 - mem_fraction_static) (- SGLANG_VLM_CACHE_SIZE_MB for multimodal models), from the "Load weight
+begin/end. avail mem=X GB" lines, each printed to 0.01 GiB, so the rest is known to a band. Without those lines a given rest (--available-kv-memory)
 is used; without either, the band is every budget, and the checks then say whether ONE budget
 reproduces all printed figures together (the full pool pins it; the sliding pool, state slots and
 request cap must follow). Within the band the budget searched for is the smallest that gives the
@@ -22,12 +22,15 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.engines.sglang.budget import VLM_CACHE_MIB
 from hkv.planner.engines.sglang.log import SglangLog
+from hkv.planner.engines.sglang.model_view import sglang_model
 from hkv.planner.engines.sglang.pool_resolution import resolve_pools
 from hkv.planner.engines.sglang.pools import SglangPools
+from hkv.planner.engines.sglang.rules import for_sglang_version
 from hkv.planner.engines.sglang.server_args import SglangServerArgs
 from hkv.planner.engines.vllm.log_explanation import LogCheck
-from hkv.planner.errors import InvalidInputError, PlanError
+from hkv.planner.errors import DoesNotFitError, InvalidInputError
 from hkv.planner.sizes import format_gib
 
 _MAX_BUDGET_BYTES = 2**41  # 2 TiB per rank: above any card's memory
@@ -79,12 +82,12 @@ def explain_sglang_log(log: SglangLog, model: ModelSpec, given: Mapping[str, Any
                                 "server_args line)", fields=("mem_fraction_static",))
     # Without the weight lines the fraction sizes nothing: the pools come from the budget alone.
     mfs = 0.0 if args.mem_fraction_static is None else args.mem_fraction_static
-    band, source = _band(log, mfs, available_bytes)
+    band, source = _band(log, mfs, available_bytes, _multimodal_reservation_bytes(model, args))
 
     def pools_at(budget: int) -> SglangPools | None:
         try:
             return resolve_pools(model, args, budget, mfs)
-        except PlanError:  # SGLang refuses budgets this small (too few tokens, no state slot)
+        except DoesNotFitError:  # SGLang refuses budgets this small (too few tokens, no state slot)
             return None
 
     budget = _smallest_budget(pools_at, band, *target)
@@ -132,14 +135,23 @@ def _assumed_defaults(log: SglangLog, given: Mapping[str, Any], args: SglangServ
     return tuple(lines)
 
 
-def _band(log: SglangLog, mfs: float, available_bytes: int | None) -> tuple[tuple[int, int], str]:
+def _multimodal_reservation_bytes(model: ModelSpec, args: SglangServerArgs) -> int:
+    """SGLANG_VLM_CACHE_SIZE_MB, which multimodal models take out of the rest (as plan_sglang does)."""
+    reserved = sglang_model(model).is_multimodal and for_sglang_version(args.version).multimodal_reservation
+    return VLM_CACHE_MIB * 2**20 if reserved else 0
+
+
+def _band(log: SglangLog, mfs: float, available_bytes: int | None, reservation_bytes: int
+          ) -> tuple[tuple[int, int], str]:
     if available_bytes is not None:
         return (available_bytes, available_bytes), "given"
     if log.load_begin_avail is not None and log.load_end_avail is not None:
         begin_low, begin_high = log.load_begin_avail.interval
         end_low, end_high = log.load_end_avail.interval
         slack = 1 - mfs
-        return (max(0, int(end_low - begin_high * slack)), max(0, int(end_high - begin_low * slack))), "log"
+        low = int(end_low - begin_high * slack) - reservation_bytes
+        high = int(end_high - begin_low * slack) - reservation_bytes
+        return (max(0, low), max(0, high)), "log"
     return (0, _MAX_BUDGET_BYTES), "inferred from the logged pool"
 
 

@@ -90,3 +90,14 @@ def test_given_values_override_the_log_and_missing_fraction_is_one_clear_error()
     assert explain_sglang_log(bare, MODEL, {"context_length": 32768}, None, toy_pools).ok
     assert explain_sglang_log(bare, MODEL, {"mem_fraction_static": 0.9, "context_length": 32768}, 1_000_999,
                               toy_pools).ok
+
+
+def test_multimodal_models_leave_sglang_vlm_cache_out_of_the_band():
+    # Qwen3.5-27B is served as multimodal: SGLANG_VLM_CACHE_SIZE_MB (100 MiB) comes out of the rest
+    lines = [ARGS, "Load weight begin. avail mem=70.00 GB",
+             "Load weight end. elapsed=1.00 s, type=X, avail mem=30.00 GB, mem usage=40.00 GB.",
+             "max_total_num_tokens=1000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+             "max_running_requests=500, context_len=32768"]
+    text = explain_sglang_log(read_sglang_log(lines), MODEL, {}, None, toy_pools).band
+    vlm = explain_sglang_log(read_sglang_log(lines), load_model_spec("qwen3.5-27b"), {}, None, toy_pools).band
+    assert (text[0] - vlm[0], text[1] - vlm[1]) == (100 * 2**20, 100 * 2**20)
