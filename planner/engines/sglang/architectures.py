@@ -118,6 +118,12 @@ UNSIZED_ARCHITECTURES: dict[str, str] = {
     "MiniMaxM3SparseForCausalLM": "MiniMax-M3's sparse layers keep an index-key pool "
                                   "(MiniMaxSparseKVPool) hkv does not model",
 }
+# Model classes whose get_attention_sliding_window_size is the config's window - 1 (what SGLang's
+# runner takes as sliding_window_size for the SWA pool's admission floor and request cap).
+WINDOW_MINUS_ONE_ARCHITECTURES = frozenset({
+    "GptOssForCausalLM", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration", "DiffusionGemmaForBlockDiffusion",
+    "BeamForCausalLM", "MuseGlimmerForCausalLM", "MuseGlimmerForConditionalGeneration",
+})
 # A config without `architectures`: the class SGLang's registry would pick for its family.
 FAMILY_ARCHITECTURE: dict[str, str] = {
     "granitemoehybrid": "GraniteMoeHybridForCausalLM",

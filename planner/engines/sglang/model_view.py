@@ -26,6 +26,7 @@ from hkv.planner.engines.sglang.architectures import (
     MULTIMODAL_OFF_BY_DEFAULT,
     MULTIMODAL_PREFILL_GRAPH_ARCHITECTURES,
     UNSIZED_ARCHITECTURES,
+    WINDOW_MINUS_ONE_ARCHITECTURES,
 )
 from hkv.planner.engines.sglang.config_extras import SglangConfigExtras
 from hkv.planner.engines.sglang.served_architectures import SGLANG_ARCHITECTURES
@@ -139,7 +140,7 @@ def sglang_model(spec: ModelSpec, extras: SglangConfigExtras | None = None, *,
         hybrid_swa=hybrid_swa,
         swa_layers=len(sliding) if hybrid_swa else 0,
         swa=_one_shape(spec, "sliding", sliding) if hybrid_swa else None,
-        sliding_window=_window(sliding) if hybrid_swa else None,
+        sliding_window=_window(arch, sliding) if hybrid_swa else None,
         recurrent=recurrent,
         mamba_radix=arch in MAMBA_RADIX_ARCHITECTURES,
         mamba_extra_buffer=arch in MAMBA_EXTRA_BUFFER_ARCHITECTURES,
@@ -174,10 +175,13 @@ def _one_shape(spec: ModelSpec, kind: str, layers: list[AttentionDesc]) -> HeadS
     return shapes.pop()
 
 
-def _window(sliding: list[AttentionDesc]) -> int | None:
-    # SGLang's sliding_window_size: the window, or Llama 4's attention chunk.
+def _window(arch: str, sliding: list[AttentionDesc]) -> int | None:
+    # SGLang's sliding_window_size: the model class's (window - 1 for some), else the config's window
+    # or Llama 4's attention chunk.
     first = sliding[0]
-    return first.window_len if first.window_len is not None else first.chunk_len
+    if first.window_len is None:
+        return first.chunk_len
+    return first.window_len - 1 if arch in WINDOW_MINUS_ONE_ARCHITECTURES else first.window_len
 
 
 def _mla_dim(spec: ModelSpec, arch: str, base: AttentionDesc | None, extras: SglangConfigExtras) -> int | None:

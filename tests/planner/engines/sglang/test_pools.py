@@ -105,8 +105,15 @@ def test_to_json_keys() -> None:
         "max_mamba_cache_size": None, "max_running_requests": 556, "context_len": 131072, "page_size": 1}
 
 
+def test_sliding_pool_window_is_the_model_class_s() -> None:
+    # gpt-oss's model class gives SGLang a window of 128 - 1 = 127. 7,188,480 / 44,236.8 = 162.5 -> 162 full
+    # tokens, swa int(129.6) = 129 > 127 + 1 page: served (with the config's 128, 128 + 1 >= 129 would refuse)
+    pools = resolve_pools(load_model_spec("gpt-oss-20b"), SglangServerArgs(), 7_188_480, MFS)
+    assert (pools.max_total_num_tokens, pools.swa_tokens) == (162, 129)
+
+
 def test_sliding_pool_must_hold_a_window() -> None:
-    # 6,650,000 / 44,236.8 = 150.3 -> 150 full tokens, swa int(120.0) = 120 <= window 128 + page 1
+    # 6,650,000 / 44,236.8 = 150.3 -> 150 full tokens, swa int(120.0) = 120 <= window 127 + page 1
     with pytest.raises(DoesNotFitError, match="cannot hold one window"):
         resolve_pools(load_model_spec("gpt-oss-20b"), SglangServerArgs(), 6_650_000, MFS)
 
