@@ -4,7 +4,9 @@ printed free memory, and the three public excerpts of ../shared/reference/engine
 Hand-worked log (the Llama-3.1-8B case of test_plan_sglang.py): mem_fraction_static 0.9, 79.50 GiB
 free before loading, 63.50 GiB after: rest = 63.50 - 79.50 x 0.1 = 55.55 GiB, each printed figure
 +-0.005 GiB, so the band is 55.55 GiB +- 0.0055 GiB; 131,072 B a token: 455,065 tokens at 55.55 GiB
-(the band spans about 455,020 to 455,110), max_running_requests 4,096 at context_len 8,192.
+(the band spans about 455,020 to 455,110), max_running_requests 4,096 at context_len 8,192; K and V
+buffers hold one page more than the tokens: 455,066 x 32 layers x 8 heads x 128 x 2 B =
+29,823,205,376 B = 27.775 GiB each, printed 27.78.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def test_full_log_reproduced_from_its_free_memory(tmp_path):
     assert low <= int(55.55 * 2**30) <= high and high - low < 2**30 // 50
     assert [(c["name"], c["logged"], c["ok"]) for c in doc["checks"]] == [
         ("KV Cache #tokens", "455,065", True), ("max_total_num_tokens", "455,065", True),
-        ("max_running_requests", "4,096", True), ("context_len", "8,192", True)]
+        ("max_running_requests", "4,096", True), ("context_len", "8,192", True),
+        ("KV Cache size (GiB)", "27.78 + 27.78", True)]
     assert doc["inputs"]["mem_fraction_static"] == 0.9
 
 
@@ -71,23 +74,24 @@ def test_options_override_the_server_args(tmp_path):
 # pool pins, and the check is whether hkv's split gives the other figures from it. MiMo-V2-Flash and
 # Gemma-4-E4B are not in the catalog; a catalog model with the same pool rule stands in (gpt-oss and
 # Gemma 4: hybrid SWA, swa = int(full x 0.8)); Qwen3-Next for the Mamba cap (5 slots a request:
-# 47 // 5 = 9).
+# 47 // 5 = 9). The stand-in's bytes are not E4B's: the printed 79.94 GiB is not reproduced.
 @pytest.mark.parametrize(("line", "model", "checks"), [
     ("Use sliding window memory pool. full_layer_tokens=375360, swa_layer_tokens=300288", "gpt-oss-120b",
-     [("full_layer_tokens", "375,360"), ("swa_layer_tokens", "300,288")]),
+     [("full_layer_tokens", "375,360", True), ("swa_layer_tokens", "300,288", True)]),
     ("SWAKVPool mem usage: 79.94 GB, swa size: 798276, full size: 997846", "gemma-4-26b-a4b",
-     [("SWAKVPool full size", "997,846"), ("SWAKVPool swa size", "798,276")]),
+     [("SWAKVPool full size", "997,846", True), ("SWAKVPool swa size", "798,276", True),
+      ("SWAKVPool mem usage (GiB)", "79.94", False)]),
     ("max_running_requests is capped to 9 by the mamba state cache (max_mamba_cache_size=47, 5 state slots per "
      "request). To raise it: increase --mamba-full-memory-ratio", "qwen3-next-80b-a3b",
-     [("mamba cap max_mamba_cache_size", "47"), ("mamba cap max_running_requests", "9")]),
+     [("mamba cap max_mamba_cache_size", "47", True), ("mamba cap max_running_requests", "9", True)]),
 ])
 def test_public_excerpts(tmp_path, line, model, checks):
     result = explain(tmp_path, line + "\n", "--model", model, "--format", "json")
-    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.exit_code == (0 if all(ok for *_, ok in checks) else 3), result.stdout + result.stderr
     doc = json.loads(result.stdout)
     assert doc["budget_source"] == "inferred from the logged pool"
-    assert [(c["name"], c["logged"]) for c in doc["checks"]] == checks
-    assert all(c["reproduced"] == c["logged"] for c in doc["checks"])
+    assert [(c["name"], c["logged"], c["ok"]) for c in doc["checks"]] == checks
+    assert all(c["reproduced"] == c["logged"] for c in doc["checks"] if c["ok"])
 
 
 def test_excerpt_human_output(tmp_path):

@@ -24,6 +24,7 @@ from typing import Any
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.engines.sglang.budget import VLM_CACHE_MIB
 from hkv.planner.engines.sglang.log import SglangLog
+from hkv.planner.engines.sglang.log_size_checks import predicted_log, size_checks
 from hkv.planner.engines.sglang.model_view import sglang_model
 from hkv.planner.engines.sglang.pool_resolution import resolve_pools
 from hkv.planner.engines.sglang.pools import SglangPools
@@ -37,6 +38,7 @@ _MAX_BUDGET_BYTES = 2**41  # 2 TiB per rank: above any card's memory
 # SGLang's server_args names -> SglangServerArgs fields, where they differ.
 _ARG_NAMES = {"cuda_graph_max_bs_decode": "cuda_graph_max_bs"}
 ResolvePools = Callable[[ModelSpec, SglangServerArgs, int, float], SglangPools]
+PredictLog = Callable[[ModelSpec, SglangServerArgs, int, float], SglangLog]
 
 
 @dataclass(frozen=True)
@@ -60,15 +62,18 @@ def log_server_args(log: SglangLog, given: Mapping[str, Any]) -> SglangServerArg
     from_log = {_ARG_NAMES.get(key, key): value for key, value in log.args.items()}
     values = {name: value for name, value in from_log.items() if name in names and value is not None}
     values.pop("version", None)
+    if "chunked_prefill_size" not in values and log.summary is not None:  # the resolved one, as printed
+        values["chunked_prefill_size"] = log.summary.chunked_prefill_size
     return replace(SglangServerArgs(), **{**values, **given})
 
 
 def explain_sglang_log(log: SglangLog, model: ModelSpec, given: Mapping[str, Any],
-                       available_bytes: int | None, resolve_pools: ResolvePools = resolve_pools
-                       ) -> SglangLogExplanation:
+                       available_bytes: int | None, resolve_pools: ResolvePools = resolve_pools,
+                       predict: PredictLog | None = predicted_log) -> SglangLogExplanation:
     """`given`: SglangServerArgs fields the caller set; `available_bytes`: a profiled rest the caller
-    gave; `resolve_pools`: hkv's SGLang pool sizing (a test passes its own). InvalidInputError when neither the log nor the caller gives mem_fraction_static, or the
-    log prints no pool figure."""
+    gave; `resolve_pools`: hkv's SGLang pool sizing and `predict` the lines it prints at a budget
+    (a test passes its own rule and no lines). InvalidInputError when the weight lines are there
+    but no mem_fraction_static turns them into a budget, or the log prints no pool figure."""
     args = log_server_args(log, given)
     target = _search_target(log)
     if target is None:
@@ -98,7 +103,10 @@ def explain_sglang_log(log: SglangLog, model: ModelSpec, given: Mapping[str, Any
         value = None if high is None else target[1](high)
         pools = high if value is None or value < target[0] else pools_at(band[0])
     assumptions = _assumed_defaults(log, given, args, pools)
-    return SglangLogExplanation(_checks(log, pools), args, pools, budget is not None, band, source, assumptions)
+    checks = _checks(log, pools)
+    if predict is not None and pools is not None:
+        checks += size_checks(log, predict(model, args, pools.available_bytes, mfs))
+    return SglangLogExplanation(checks, args, pools, budget is not None, band, source, assumptions)
 
 
 def _search_target(log: SglangLog) -> tuple[int, Callable[[SglangPools], int | None]] | None:

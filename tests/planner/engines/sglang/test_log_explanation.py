@@ -9,6 +9,7 @@ import pytest
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.engines.sglang.log import read_sglang_log
 from hkv.planner.engines.sglang.log_explanation import explain_sglang_log, log_server_args
+from hkv.planner.engines.sglang.log_size_checks import size_checks
 from hkv.planner.engines.sglang.pools import SglangPools
 from hkv.planner.errors import DoesNotFitError, InvalidInputError
 
@@ -35,7 +36,7 @@ def test_budget_inferred_from_the_full_pool_reproduces_the_rest():
     log = read_sglang_log([ARGS, "Use sliding window memory pool. full_layer_tokens=375360, swa_layer_tokens=300288",
                            "max_total_num_tokens=375360, chunked_prefill_size=8192, max_prefill_tokens=16384, "
                            "max_running_requests=2048, context_len=32768, available_gpu_mem=5.12 GB"])
-    e = explain_sglang_log(log, MODEL, {}, None, toy_pools)
+    e = explain_sglang_log(log, MODEL, {}, None, toy_pools, None)
     assert e.ok and e.pools.available_bytes == 375_360_000
     assert [c.name for c in e.checks] == ["full_layer_tokens", "swa_layer_tokens", "max_total_num_tokens",
                                           "max_running_requests", "context_len"]
@@ -44,7 +45,7 @@ def test_budget_inferred_from_the_full_pool_reproduces_the_rest():
 
 def test_a_figure_the_rule_does_not_give_fails_its_check():
     log = read_sglang_log([ARGS, "Use sliding window memory pool. full_layer_tokens=375360, swa_layer_tokens=300000"])
-    e = explain_sglang_log(log, MODEL, {}, None, toy_pools)
+    e = explain_sglang_log(log, MODEL, {}, None, toy_pools, None)
     assert not e.ok
     assert [(c.name, c.logged, c.reproduced, c.ok) for c in e.checks] == [
         ("full_layer_tokens", "375,360", "375,360", True), ("swa_layer_tokens", "300,000", "300,288", False)]
@@ -57,7 +58,7 @@ def test_band_from_the_weight_lines():
              "Load weight end. elapsed=1.00 s, type=X, avail mem=30.00 GB, mem usage=40.00 GB.",
              f"max_total_num_tokens={16 * GIB // 1000}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
              "max_running_requests=2048, context_len=32768, available_gpu_mem=5.12 GB"]
-    e = explain_sglang_log(read_sglang_log(lines), MODEL, {}, None, toy_pools)
+    e = explain_sglang_log(read_sglang_log(lines), MODEL, {}, None, toy_pools, None)
     half = GIB // 200
     assert e.band_source == "log"
     assert e.band == (int(30 * GIB - half - (70 * GIB + half) * 0.2), int(30 * GIB + half - (70 * GIB - half) * 0.2))
@@ -69,7 +70,7 @@ def test_pool_outside_the_printed_band_is_not_reproduced():
              "Load weight end. elapsed=1.00 s, type=X, avail mem=30.00 GB, mem usage=40.00 GB.",
              "max_total_num_tokens=1000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
              "max_running_requests=500, context_len=32768"]
-    e = explain_sglang_log(read_sglang_log(lines), MODEL, {}, None, toy_pools)
+    e = explain_sglang_log(read_sglang_log(lines), MODEL, {}, None, toy_pools, None)
     assert not e.budget_found and not e.ok
     # the band's lower end (about 16 GiB, some 17 million toy tokens) is the nearest to 1,000 tokens
     assert e.pools.available_bytes == e.band[0]
@@ -86,10 +87,10 @@ def test_given_values_override_the_log_and_missing_fraction_is_one_clear_error()
     bare = read_sglang_log([summary])
     weights = ["Load weight begin. avail mem=70.00 GB", "Load weight end. type=X, avail mem=30.00 GB, mem usage=40.00 GB."]
     with pytest.raises(InvalidInputError, match="mem_fraction_static"):  # needed to turn those lines into a budget
-        explain_sglang_log(read_sglang_log([*weights, summary]), MODEL, {}, None, toy_pools)
-    assert explain_sglang_log(bare, MODEL, {"context_length": 32768}, None, toy_pools).ok
+        explain_sglang_log(read_sglang_log([*weights, summary]), MODEL, {}, None, toy_pools, None)
+    assert explain_sglang_log(bare, MODEL, {"context_length": 32768}, None, toy_pools, None).ok
     assert explain_sglang_log(bare, MODEL, {"mem_fraction_static": 0.9, "context_length": 32768}, 1_000_999,
-                              toy_pools).ok
+                              toy_pools, None).ok
 
 
 def test_multimodal_models_leave_sglang_vlm_cache_out_of_the_band():
@@ -98,6 +99,26 @@ def test_multimodal_models_leave_sglang_vlm_cache_out_of_the_band():
              "Load weight end. elapsed=1.00 s, type=X, avail mem=30.00 GB, mem usage=40.00 GB.",
              "max_total_num_tokens=1000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
              "max_running_requests=500, context_len=32768"]
-    text = explain_sglang_log(read_sglang_log(lines), MODEL, {}, None, toy_pools).band
-    vlm = explain_sglang_log(read_sglang_log(lines), load_model_spec("qwen3.5-27b"), {}, None, toy_pools).band
+    text = explain_sglang_log(read_sglang_log(lines), MODEL, {}, None, toy_pools, None).band
+    vlm = explain_sglang_log(read_sglang_log(lines), load_model_spec("qwen3.5-27b"), {}, None, toy_pools, None).band
     assert (text[0] - vlm[0], text[1] - vlm[1]) == (100 * 2**20, 100 * 2**20)
+
+
+@pytest.mark.parametrize(("logged", "predicted", "expected"), [
+    # K + V as printed; an MLA pool prints one size
+    (["KV Cache is allocated. #tokens: 5, K size: 1.90 GB, V size: 1.90 GB"],
+     ["KV Cache is allocated. dtype: torch.bfloat16, #tokens: 5, K size: 1.90 GB, V size: 1.90 GB"],
+     [("KV Cache size (GiB)", "1.90 + 1.90", "1.90 + 1.90", True)]),
+    (["KV Cache is allocated. dtype: torch.bfloat16, #tokens: 5, KV size: 40.31 GB"],
+     ["KV Cache is allocated. dtype: torch.bfloat16, #tokens: 5, KV size: 40.30 GB"],
+     [("KV Cache size (GiB)", "40.31", "40.30", False)]),
+    # a sliding pool the prediction does not have (hkv gives the model one pool)
+    (["SWA KV Cache is allocated. #tokens: 5, K size: 1.00 GB, V size: 1.00 GB",
+      "SWAKVPool mem usage: 4.00 GB, swa size: 5, full size: 6"],
+     ["KV Cache is allocated. #tokens: 6, K size: 2.00 GB, V size: 2.00 GB"],
+     [("SWA KV Cache size (GiB)", "1.00 + 1.00", "not printed", False),
+      ("SWAKVPool mem usage (GiB)", "4.00", "not printed", False)]),
+])
+def test_size_checks(logged, predicted, expected):
+    checks = size_checks(read_sglang_log(logged), read_sglang_log(predicted))
+    assert [(c.name, c.logged, c.reproduced, c.ok) for c in checks] == expected
