@@ -36,6 +36,7 @@ _ROWS: tuple[tuple[str, Callable[[EngineSummary], str]], ...] = (
     ("KV tokens (as logged)", lambda s: f"{s.kv_cache_tokens:,}"),
     ("sliding-window pool tokens", lambda s: _count(s.swa_tokens)),
     ("state slots", lambda s: _count(s.state_slots)),
+    ("fit at once (max-length requests)", lambda s: _count(s.fit_at_once)),
     ("sustained (max-length requests)", lambda s: _count(s.sustained_concurrency)),
     ("max running requests", lambda s: f"{s.max_running_requests:,}"),
 )

@@ -6,8 +6,11 @@ vLLM's "GPU KV cache size" (for hybrid models int(concurrency x max_model_len) s
 sliding layers included) and SGLang's full-attention pool (`max_total_num_tokens`); SGLang alone
 has a separate sliding-window pool (`swa_tokens`) and recurrent-state slots (`state_slots`).
 `logged_capacity` is each engine's own capacity line as hkv predicts it. `max_running_requests` is
-vLLM's max_num_seqs and SGLang's resolved max_running_requests. `sustained_concurrency` is
-max-length requests that run at once without a preemption, None where hkv does not predict it.
+vLLM's max_num_seqs and SGLang's resolved max_running_requests. `fit_at_once` is max-length requests
+whose KV cache the pools hold together (vLLM's blocks; SGLang's full pool // context_len within
+max_running_requests, whose cap already counts state slots; None for SGLang's sliding-window
+pool, whose per-request share depends on its eviction). `sustained_concurrency` is max-length
+requests that run at once without a preemption, None where hkv does not predict it (SGLang).
 Pure: no I/O.
 """
 
@@ -31,6 +34,7 @@ class EngineSummary:
     swa_tokens: int | None
     state_slots: int | None
     max_running_requests: int
+    fit_at_once: int | None
     sustained_concurrency: int | None
     logged_capacity: tuple[str, ...]  # the capacity line(s) the engine prints, as hkv predicts them
 
@@ -39,7 +43,7 @@ class EngineSummary:
                 "available_kv_bytes": self.available_kv_bytes, "max_model_len": self.max_model_len,
                 "kv_cache_tokens": self.kv_cache_tokens, "swa_tokens": self.swa_tokens,
                 "state_slots": self.state_slots, "max_running_requests": self.max_running_requests,
-                "sustained_concurrency": self.sustained_concurrency,
+                "fit_at_once": self.fit_at_once, "sustained_concurrency": self.sustained_concurrency,
                 "logged_capacity": list(self.logged_capacity)}
 
 
@@ -53,7 +57,9 @@ def vllm_summary(plan: Plan) -> EngineSummary:
         fits=plan.budget.fits and capacity.max_num_requests > 0,
         available_kv_bytes=plan.budget.available_bytes, max_model_len=capacity.max_model_len,
         kv_cache_tokens=capacity.kv_cache_tokens, swa_tokens=None, state_slots=None,
-        max_running_requests=plan.budget.max_num_seqs, sustained_concurrency=capacity.sustained_concurrency,
+        max_running_requests=plan.budget.max_num_seqs,
+        fit_at_once=min(capacity.max_num_requests, plan.budget.max_num_seqs),
+        sustained_concurrency=capacity.sustained_concurrency,
         logged_capacity=report.log_lines)
 
 
@@ -66,6 +72,8 @@ def sglang_summary(planned: SglangPlan) -> EngineSummary:
         available_kv_bytes=pools.available_bytes, max_model_len=pools.context_len,
         kv_cache_tokens=pools.max_total_num_tokens, swa_tokens=pools.swa_tokens,
         state_slots=pools.max_mamba_cache_size, max_running_requests=pools.max_running_requests,
+        fit_at_once=None if pools.swa_tokens is not None else min(
+            pools.max_running_requests, pools.max_total_num_tokens // pools.context_len),
         sustained_concurrency=None, logged_capacity=planned.start_up_lines())
 
 
@@ -73,4 +81,4 @@ def not_fitting_summary(engine: str, version: str, max_model_len: int) -> Engine
     """An engine that would refuse to start (the reason goes beside the table)."""
     return EngineSummary(engine=engine, version=version, fits=False, available_kv_bytes=0,
                          max_model_len=max_model_len, kv_cache_tokens=0, swa_tokens=None, state_slots=None,
-                         max_running_requests=0, sustained_concurrency=None, logged_capacity=())
+                         max_running_requests=0, fit_at_once=0, sustained_concurrency=None, logged_capacity=())

@@ -5,7 +5,7 @@ token) on an 80 GiB card, --weights-memory 16GiB, --mem-fraction-static 0.9: SGL
 79.5 GiB free before loading (80 GiB less the 0.5 GiB CUDA context hkv estimates, said on stderr);
 rest = (79.5 - 16) - 79.5 x (1 - 0.9) = 55.55 GiB = 59,646,566,809 B -> 455,065 tokens
 (55.55 x 8,192 = 455,065.6); max_running_requests = min(clamp(455,065 / 8,192 x 512, 2,048,
-4,096), 455,065 // 2) = 4,096.
+4,096), 455,065 // 2) = 4,096; 455,065 // 8,192 = 55 requests of 8,192 tokens fit at once.
 """
 
 from __future__ import annotations
@@ -36,14 +36,16 @@ def test_hand_worked_sglang_column_and_the_vllm_column_is_the_default_plan():
     assert [e["engine"] for e in doc["engines"]] == ["vllm", "sglang"]
     vllm, sglang = doc["engines"]
     assert (sglang["kv_cache_tokens"], sglang["max_running_requests"], sglang["swa_tokens"], sglang["state_slots"],
-            sglang["sustained_concurrency"], sglang["fits"]) == (455_065, 4_096, None, None, None, True)
+            sglang["fit_at_once"], sglang["sustained_concurrency"], sglang["fits"]) == (
+        455_065, 4_096, None, None, 55, None, True)
     assert sglang["available_kv_bytes"] == int(55.55 * 2**30)
     assert doc["sglang"]["pools"]["max_total_num_tokens"] == 455_065
     # the vllm column carries the numbers of the plan hkv prints without --engine
     plain = json_of(*LLAMA[:5], "--max-model-len", "8192")
     capacity = plain["layouts"]["vllm"]["capacity"]
-    assert (vllm["kv_cache_tokens"], vllm["sustained_concurrency"], vllm["available_kv_bytes"]) == (
-        capacity["kv_cache_tokens"], capacity["sustained_concurrency"], plain["budget"]["available_bytes"])
+    assert (vllm["kv_cache_tokens"], vllm["sustained_concurrency"], vllm["fit_at_once"],
+            vllm["available_kv_bytes"]) == (capacity["kv_cache_tokens"], capacity["sustained_concurrency"],
+                                            capacity["max_num_requests"], plain["budget"]["available_bytes"])
     assert doc["vllm"]["layouts"]["vllm"]["capacity"] == capacity
 
 
@@ -67,6 +69,7 @@ def test_issue_example_gpt_oss_120b_both_formats():
     # gpt-oss: SGLang's hybrid SWA pool, swa = int(full x 0.8) rounded to the page (1)
     assert sglang["swa_tokens"] == int(sglang["kv_cache_tokens"] * 0.8)
     assert sglang["max_model_len"] == 32768 and doc["engines"][0]["max_model_len"] == 32768
+    assert sglang["fit_at_once"] is None  # a sliding pool's share per request is not predicted
 
 
 def test_default_output_is_unchanged_by_the_engine_option():
