@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from hkv.cli.errors import UserError
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.engines.log_engine import LOG_ENGINES, VLLM
 from hkv.planner.engines.sglang.server_args import DEFAULT_SGLANG_VERSION, SglangServerArgs
@@ -125,3 +126,12 @@ def gpu_assumed_note(assumed: dict[str, Any]) -> str | None:
         return None
     return (f"no --gpu given: planned for {assumed['gpu']} ({format_gib(assumed['gpu_total_bytes'])}); pass --gpu "
             "NAME or --gpu-memory SIZE to choose")
+
+
+def refuse_sglang_options_for_vllm(sglang_version: str | None, mem_fraction_static: float | None, where: str) -> None:
+    """UserError when SGLang's own options are given where only vLLM is planned (they would change
+    nothing)."""
+    given = [flag for flag, value in (("--sglang-version", sglang_version),
+                                      ("--mem-fraction-static", mem_fraction_static)) if value is not None]
+    if given:
+        raise UserError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to SGLang only; {where}")

@@ -13,7 +13,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from hkv.cli.engine_options import MemFractionOpt, SglangVersionOpt, sglang_given
+from hkv.cli.engine_options import (
+    MemFractionOpt,
+    SglangVersionOpt,
+    refuse_sglang_options_for_vllm,
+    sglang_given,
+)
 from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.log_file import read_log_text
 from hkv.cli.output import OutputFormat, stdout_console, write_json
@@ -93,6 +98,7 @@ def explain_log_command(
         _explain_sglang(lines, model, given, sglang_given(given, sglang_version, mem_fraction_static),
                         output_format)
         return
+    refuse_sglang_options_for_vllm(sglang_version, mem_fraction_static, "this is a vLLM log")
     log = read_vllm_log(lines)
     model_name = model or log.args.get("model")
     if not model_name:

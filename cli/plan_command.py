@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from hkv.cli.engine_options import (
-    EngineOpt, MemFractionOpt, SglangVersionOpt, gpu_assumed, parse_engines, sglang_server_args,
+    EngineOpt, MemFractionOpt, SglangVersionOpt, gpu_assumed, parse_engines, refuse_sglang_options_for_vllm,
+    sglang_server_args,
 )
 from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.list_options import GpuListOpt, TpListOpt, first_gpu, first_tp, is_sweep
@@ -75,6 +76,8 @@ def plan_command(
         write_engine_plans(spec, cfg, engines, args, emit, gpu_assumed(options.gpu, gpu_memory), output_format,
                            sweep=is_sweep(gpu, tp), svg=svg is not None)
         return
+    refuse_sglang_options_for_vllm(sglang_version, mem_fraction_static,
+                                   "add --engine vllm,sglang (or sglang) or --emit sglang")
     if is_sweep(gpu, tp):
         write_sweep(spec, cfg, gpu, tp, options, emit, output_format)
         return

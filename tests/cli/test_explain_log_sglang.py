@@ -106,3 +106,10 @@ def test_sglang_log_without_a_model_is_one_line(tmp_path):
     result = explain(tmp_path, "Use sliding window memory pool. full_layer_tokens=375360, swa_layer_tokens=300288\n")
     assert result.exit_code == 1
     assert result.stderr.strip() == "hkv: error: the log names no model (no 'server_args=' line): pass --model"
+
+
+def test_sglang_options_on_a_vllm_log_are_refused(tmp_path):
+    result = explain(tmp_path, "INFO 11-23 10:00:30 [gpu_worker.py:760] Available KV cache memory: 37.5 GiB\n",
+                     "--model", "llama-3.1-8b-instruct", "--mem-fraction-static", "0.8")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "hkv: error: --mem-fraction-static applies to SGLang only; this is a vLLM log"

@@ -82,6 +82,10 @@ def test_default_output_is_unchanged_by_the_engine_option():
     (("--engine", "vllm,sglang", "--emit", "vllm"), "--emit vllm prints one engine's command"),
     (("--engine", "vllm,sglang", "--tp", "1,2"), "plan one GPU and TP"),
     (("--engine", "sglang", "--mem-fraction-static", "1.5"), "--mem-fraction-static must be between 0 and 1"),
+    (("--mem-fraction-static", "0.8"), "--mem-fraction-static applies to SGLang only; add --engine"),
+    (("--sglang-version", "0.5.20", "--mem-fraction-static", "0.8"),
+     "--sglang-version and --mem-fraction-static apply to SGLang only"),
+    (("--engine", "sglang", "--sglang-version", "0.4.0"), "--sglang-version 0.4.0 is outside the releases hkv models"),
 ])
 def test_bad_engine_input_is_one_line_exit_1(args, message):
     result = run("llama-3.1-8b-instruct", "--gpu", "h100", *args)
