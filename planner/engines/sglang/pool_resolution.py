@@ -102,6 +102,10 @@ def resolve(spec: ModelSpec, args: SglangServerArgs, available_bytes: int, mem_f
 
 
 def _check_supported(model: SglangModel, args: SglangServerArgs, rules: SglangRules) -> None:
+    if args.pp_size > 1:
+        raise InvalidInputError(
+            "hkv sizes SGLang's pools at pp_size 1 only (with PP each stage sizes its own layers and all take the "
+            "smallest stage's token count); plan SGLang with --tp", fields=("pp_size",))
     if model.hybrid_swa and model.recurrent:
         raise InvalidInputError(f"{model.architecture}: hkv does not size SGLang's pools for sliding and "
                                 f"recurrent layers together", fields=("model",))

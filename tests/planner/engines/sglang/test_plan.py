@@ -80,3 +80,8 @@ def test_budget_rounds_free_memory_like_the_tp_all_reduce() -> None:
     two = SglangBudget(79 * GIB, weights, 0.83, 0, world_size=2)
     assert one.available_bytes == pytest.approx(54_299_125_039, abs=2)
     assert two.available_bytes == pytest.approx(54_299_124_039, abs=2)
+
+
+def test_pipeline_parallel_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="pp_size 1 only"):
+        plan_sglang(load_model_spec("llama-3.1-8b-instruct"), SglangServerArgs(pp_size=2), gpu="h100")
