@@ -76,6 +76,7 @@ def write_engine_comparison(spec: ModelSpec, cfg: PlanConfig, engines: tuple[str
             summaries.append(sglang_summary(planned))
             details[SGLANG] = planned.to_json()
             notes += [f"sglang: {line}" for line in planned.notes]
+            notes += [f"sglang: {line}" for line in _vllm_only_budget(cfg)]
     if output_format is OutputFormat.json:
         write_json({**comparison_to_dict(spec, summaries, details), "assumed": assumed})
         return
@@ -83,3 +84,13 @@ def write_engine_comparison(spec: ModelSpec, cfg: PlanConfig, engines: tuple[str
     if line:
         note(line)
     render_engine_comparison(spec, summaries, notes, stdout_console())
+
+
+def _vllm_only_budget(cfg: PlanConfig) -> list[str]:
+    """The budget options SGLang's plan does not read, when given."""
+    given = [flag for flag, value in (("--available-kv-memory", cfg.available_kv_memory_bytes),
+                                      ("--gpu-memory-utilization", cfg.gpu_memory_utilization)) if value is not None]
+    if not given:
+        return []
+    verb = "set" if len(given) > 1 else "sets"
+    return [f"{' and '.join(given)} {verb} vLLM's budget only; SGLang's comes from the card and --mem-fraction-static"]

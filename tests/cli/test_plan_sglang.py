@@ -112,3 +112,10 @@ def test_emit_sglang_human_and_json():
                                     "meta-llama/Llama-3.1-8B-Instruct", "--mem-fraction-static", "0.9",
                                     "--tp-size", "2", "--context-length", "8192"]
     assert doc["sglang"]["pools"]["mem_fraction_static"] == 0.9
+
+
+def test_vllm_only_budget_options_are_said_to_leave_sglang_alone():
+    result = run("llama-3.1-8b-instruct", "--gpu", "h100", "--engine", "vllm,sglang", "--available-kv-memory", "20GiB")
+    assert result.exit_code == 0, result.stderr
+    assert ("sglang: --available-kv-memory sets vLLM's budget only; SGLang's comes from the card and "
+            "--mem-fraction-static") in result.stdout
