@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import io
 import json
@@ -90,7 +91,7 @@ def _define_torchvision_op_schemas() -> None:
 def import_sglang() -> None:
     """Import every module the sizing path reaches, on the real CPU-only torch (fake 2)."""
     _define_torchvision_op_schemas()
-    import sglang.srt.arg_groups as arg_groups
+    from sglang.srt import arg_groups
 
     # The resolution pipeline imports its hooks lazily; import them all now, before CUDA is faked.
     for mod in pkgutil.walk_packages(arg_groups.__path__, "sglang.srt.arg_groups."):
@@ -109,6 +110,30 @@ def import_sglang() -> None:
 
     # srt/layers/quantization/__init__.py registers it under is_cuda(); see fake 2.
     QUANTIZATION_METHODS.setdefault("mxfp4", Mxfp4Config)
+
+
+def served_architectures() -> set[str]:
+    """The architectures SGLang's model registry holds: the names every srt/models/ module binds to
+    `EntryClass` (what `import_model_classes` collects), read from the sources without importing
+    them (most need the CUDA kernels)."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("sglang")
+    assert spec is not None and spec.origin is not None
+    names: set[str] = set()
+    for path in (Path(spec.origin).parent / "srt" / "models").glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "EntryClass" for t in node.targets):
+                value = node.value
+                for item in value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]:
+                    if isinstance(item, ast.Name):
+                        names.add(item.id)
+                    elif isinstance(item, ast.Attribute):
+                        names.add(item.attr)
+    return names
 
 
 @dataclass
@@ -140,7 +165,7 @@ class FakeCard:
 
         common.is_cuda.cache_clear()
         common.is_cuda_alike.cache_clear()
-        import sglang.srt.platforms as platforms
+        from sglang.srt import platforms
 
         platforms._current_platform = None  # re-detected: CudaSRTPlatform
 
@@ -157,7 +182,7 @@ def _spy_configurator_class() -> type:
     from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
 
     class RecordingConfigurator(KVCacheConfigurator):
-        def _handle_max_mamba_cache(self, total_rest_memory):  # noqa: ANN001, ANN202
+        def _handle_max_mamba_cache(self, total_rest_memory):
             self.__dict__["rest_before_state_gib"] = total_rest_memory
             return super()._handle_max_mamba_cache(total_rest_memory)
 
@@ -270,7 +295,7 @@ def _one(case: dict[str, Any], card: FakeCard) -> dict[str, Any]:
         # SGLang logs and warns on stdout/stderr; keep stdout for the JSON lines.
         with contextlib.redirect_stdout(io.StringIO()):
             result = run_case(case, card)
-    except Exception as err:  # SGLang's own refusal: reported per case, the batch goes on
+    except Exception as err:  # noqa: BLE001 -- SGLang's own refusal, any type: reported per case, the batch goes on
         last = traceback.extract_tb(err.__traceback__)[-1]
         result = {"error": f"{type(err).__name__}: {err}".splitlines()[0][:500],
                   "where": f"{last.filename.split('site-packages/')[-1]}:{last.lineno}"}
@@ -281,7 +306,12 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--self-check", action="store_true",
                         help="import SGLang's sizing modules and exit 0 when they import")
+    parser.add_argument("--served-architectures", action="store_true",
+                        help="print, as a JSON list, every EntryClass name of SGLang's srt/models/")
     opts = parser.parse_args(argv)
+    if opts.served_architectures:
+        print(json.dumps(sorted(served_architectures())))
+        return 0
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     import warnings
 
@@ -292,6 +322,9 @@ def main(argv: list[str]) -> int:
         print("sglang sizing modules import")
         return 0
     cases = json.load(sys.stdin)["cases"]
+    # _profile_available_bytes calls gc.collect() (0.6 s a case over SGLang's imported modules);
+    # freezing what exists now leaves it only the objects each case makes.
+    gc.freeze()
     card = FakeCard(name="", total_bytes=0, free_bytes=0)
     card.install()
     _one_rank_world()
