@@ -16,7 +16,8 @@ post), with or without the "[2026-04-02 10:11:12 TP0] " prefix:
     max_running_requests is capped to 9 by the mamba state cache (max_mamba_cache_size=47, 5 state
     slots per request). ...
     max_total_num_tokens=..., chunked_prefill_size=..., max_prefill_tokens=..., max_running_requests=...,
-    context_len=..., available_gpu_mem=... GB
+    context_len=..., available_gpu_mem=... GB      (older: without the last field, or without the
+                                                    chunked and running-requests fields)
 
 "GB" in these lines is GiB (SGLang divides by 1 << 30). Pure: no I/O. The pool lines keep their
 FIRST occurrence: each TP rank prints the same figures, and a speculative draft model's pool is
@@ -46,8 +47,8 @@ _KV_POOL_RE = re.compile(r"(?:^|[\] ])(Full |SWA )?KV Cache is allocated\. (?:dt
 _MAMBA_RE = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
 _MAMBA_CAP_RE = re.compile(r"max_running_requests is capped to (\d+) by the mamba state cache "
                            r"\(max_mamba_cache_size=(\d+), (\d+) state slots per request\)")
-_SUMMARY_RE = re.compile(r"max_total_num_tokens=(\d+), chunked_prefill_size=(-?\d+), (?:max_prefill_tokens=(\d+), )?"
-                         r"max_running_requests=(\d+), context_len=(\d+)"
+_SUMMARY_RE = re.compile(r"max_total_num_tokens=(\d+), (?:chunked_prefill_size=(-?\d+), )?(?:max_prefill_tokens=(\d+), )?"
+                         r"(?:max_running_requests=(\d+), )?context_len=(\d+)"
                          rf"(?:, available_(?:gpu|cpu)_mem={_NUM} GB)?")
 _DICT_ITEM_RE = re.compile(r"'(\w+)': ('(?:[^'\\]|\\.)*'|[\w.+-]+)")
 _REPR_ITEM_RE = re.compile(r"(?:\(|, )(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()\[\]{}]*)(?=, \w+=|\)$)")
@@ -80,9 +81,9 @@ class SchedulerSummary:
     """The scheduler's "max_total_num_tokens=..., ..., available_gpu_mem=... GB" line."""
 
     max_total_num_tokens: int
-    chunked_prefill_size: int
-    max_prefill_tokens: int | None  # absent in a few releases' format
-    max_running_requests: int
+    chunked_prefill_size: int | None  # absent before 0.3 (as the two below, in the oldest releases)
+    max_prefill_tokens: int | None
+    max_running_requests: int | None
     context_len: int
     available_gpu_mem: LoggedFigure | None  # free memory after pools and CUDA graphs
 
@@ -164,9 +165,9 @@ def _line_facts(line: str) -> Iterable[tuple[str, Any]]:
         yield "mamba_cap", MambaCap(int(match[1]), int(match[2]), int(match[3]))
     if match := _SUMMARY_RE.search(line):
         yield "summary", SchedulerSummary(
-            max_total_num_tokens=int(match[1]), chunked_prefill_size=int(match[2]),
-            max_prefill_tokens=None if match[3] is None else int(match[3]),
-            max_running_requests=int(match[4]), context_len=int(match[5]),
+            max_total_num_tokens=int(match[1]), chunked_prefill_size=_int_or_none(match[2]),
+            max_prefill_tokens=_int_or_none(match[3]), max_running_requests=_int_or_none(match[4]),
+            context_len=int(match[5]),
             available_gpu_mem=None if match[6] is None else LoggedFigure(match[6]))
 
 
@@ -188,6 +189,10 @@ def _server_args(text: str) -> dict[str, Any]:
     for key, value in items:
         args.setdefault(key, _scalar(value))  # the first occurrence of a key
     return args
+
+
+def _int_or_none(text: str | None) -> int | None:
+    return None if text is None else int(text)
 
 
 def _scalar(text: str) -> Any:

@@ -62,7 +62,8 @@ def log_server_args(log: SglangLog, given: Mapping[str, Any]) -> SglangServerArg
     from_log = {_ARG_NAMES.get(key, key): value for key, value in log.args.items()}
     values = {name: value for name, value in from_log.items() if name in names and value is not None}
     values.pop("version", None)
-    if "chunked_prefill_size" not in values and log.summary is not None:  # the resolved one, as printed
+    if "chunked_prefill_size" not in values and log.summary is not None and log.summary.chunked_prefill_size:
+        # the resolved one, as printed
         values["chunked_prefill_size"] = log.summary.chunked_prefill_size
     return replace(SglangServerArgs(), **{**values, **given})
 

@@ -7,8 +7,11 @@ values computed by the reader."""
 from __future__ import annotations
 
 import pytest
+from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.engines.log_engine import SGLANG, VLLM, detect_log_engine
 from hkv.planner.engines.sglang.log import MambaCap, read_sglang_log
+from hkv.planner.engines.sglang.plan import plan_sglang
+from hkv.planner.engines.sglang.server_args import SglangServerArgs
 from hkv.planner.errors import InvalidInputError
 
 TP0 = "[2026-04-02 10:11:12 TP0] "
@@ -87,6 +90,9 @@ def test_first_pool_line_wins_over_ranks_and_the_draft():
      "context_len=262144, available_cpu_mem=100.50 GB", (20480, -1, 16384, 9, 262144, "100.50")),
     ("max_total_num_tokens=1197237, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=4097, "
      "context_len=131072", (1197237, 8192, 16384, 4097, 131072, None)),
+    # releases before chunked prefill
+    ("max_total_num_tokens=1197237, max_prefill_tokens=16384, max_running_requests=4097, context_len=131072",
+     (1197237, None, 16384, 4097, 131072, None)),
 ])
 def test_scheduler_summary(line, expected):
     s = read_sglang_log([TP0 + line]).summary
@@ -155,3 +161,20 @@ VLLM_LINES = [
 ])
 def test_detect_log_engine(lines, engine):
     assert detect_log_engine(lines) == engine
+
+
+@pytest.mark.parametrize(("model", "gpu"), [("gpt-oss-120b", "h200"), ("qwen3-next-80b-a3b", "h200"),
+                                            ("llama-3.1-8b-instruct", "h100")])
+def test_reads_back_the_lines_hkv_predicts(model, gpu):
+    # the formatter (startup_lines.py) and this reader were written apart from SGLang's format strings:
+    # each number the predicted lines print must come back as the pools' own
+    planned = plan_sglang(load_model_spec(model), SglangServerArgs(tp_size=2), gpu=gpu)
+    pools, log = planned.pools, read_sglang_log(planned.start_up_lines())
+    assert log.summary.max_total_num_tokens == log.kv_pool.num_tokens == pools.max_total_num_tokens
+    assert (log.summary.max_running_requests, log.summary.context_len) == (pools.max_running_requests,
+                                                                           pools.context_len)
+    assert (log.swa_tokens, log.max_mamba_cache_size) == (pools.swa_tokens, pools.max_mamba_cache_size)
+    if pools.swa_tokens is not None:
+        assert (log.full_layer_tokens, log.swa_pool_full_tokens, log.swa_kv_pool.num_tokens) == (
+            pools.max_total_num_tokens, pools.max_total_num_tokens, pools.swa_tokens)
+    assert detect_log_engine(planned.start_up_lines()) == SGLANG
