@@ -61,16 +61,17 @@ def mamba_state(model: SglangModel, tp: int, mamba_ssm_dtype: str | None) -> Mam
 
 
 def slots_per_request(model: SglangModel, disable_radix_cache: bool, overlap_schedule: bool = True,
-                      page_size: int = 1) -> int:
+                      page_size: int = 1, *, auto_extra_buffer: bool = True) -> int:
     """State slots one running request holds (the divisor of the max_running_requests cap).
 
     Models whose radix cache keeps states resolve the "auto" strategy to the extra buffer where
     SGLang supports it and the overlap scheduler or pages > 1 want it (overlap on: 3 + 2, off:
     3 + 1), else to no_buffer (3, and the overlap scheduler is turned off)
-    (arg_groups/overrides.py _mamba_radix_cache_resolution)."""
+    (arg_groups/overrides.py _mamba_radix_cache_resolution). Before 0.5.14 "auto" was always
+    no_buffer (`auto_extra_buffer` False)."""
     if disable_radix_cache:
         return NO_RADIX_SLOTS_PER_REQUEST
-    if model.mamba_radix and model.mamba_extra_buffer and (overlap_schedule or page_size > 1):
+    if auto_extra_buffer and model.mamba_radix and model.mamba_extra_buffer and (overlap_schedule or page_size > 1):
         extra = EXTRA_BUFFER_SLOTS_OVERLAP if overlap_schedule else EXTRA_BUFFER_SLOTS_NO_OVERLAP
         return BASE_SLOTS_PER_REQUEST + extra
     return BASE_SLOTS_PER_REQUEST

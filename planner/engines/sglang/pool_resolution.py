@@ -75,7 +75,8 @@ def resolve(spec: ModelSpec, args: SglangServerArgs, available_bytes: int, mem_f
     kv_bytes = available_bytes
     if state is not None:
         overlap = args.pp_size == 1  # PP turns the overlap scheduler off
-        slots = slots_per_request(model, args.disable_radix_cache, overlap, page_size)
+        slots = slots_per_request(model, args.disable_radix_cache, overlap, page_size,
+                                  auto_extra_buffer=rules.mamba_auto_extra_buffer)
         pool = mamba_pool(state, args, rules, available_bytes / GIB, slots)
         kv_bytes = int(pool.rest_gib * GIB)
     if kv_bytes <= 0:

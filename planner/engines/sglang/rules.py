@@ -9,6 +9,7 @@ and pool_configurator.py up to 0.5.17, srt/mem_cache/kv_cache_configurator.py af
 | hybrid SWA: full = rest // (F n_full + r S n_swa)     | T = rest // (F n_full + S n_swa), | 0.5.11 (2026-04) |
 |                                                       | full = T (F n_full + S n_swa) / (F n_full + r S n_swa) |  |
 | requested --max-running-requests capped by tokens // 2 | capped by the 2,048-4,096 estimate | 0.5.14 |
+| hybrid recurrent "auto" radix strategy: the extra buffer (5 slots a request) where supported | no_buffer (3) | 0.5.14 |
 | Mamba pool: one padding slot charged, K = (budget - slot) // slot | K = budget // slot | 0.5.17 |
 | multimodal: SGLANG_VLM_CACHE_SIZE_MB (100 MiB) out of the rest | not reserved       | 0.5.18 |
 | default mem_fraction_static modeled (memory_hook.py)   | changed in most releases: pass --mem-fraction-static | 0.5.23 |
@@ -30,6 +31,7 @@ OLDEST_MODELED = (0, 5, 10)
 NEWEST_MODELED = (0, 5, 23)
 SWA_RATIO_CELL_FROM = (0, 5, 11)
 REQUESTED_RUNNING_TOKEN_CAP_FROM = (0, 5, 14)
+MAMBA_AUTO_EXTRA_BUFFER_FROM = (0, 5, 14)
 MAMBA_PADDING_SLOT_FROM = (0, 5, 17)
 MULTIMODAL_RESERVATION_FROM = (0, 5, 18)
 DEFAULT_MEM_FRACTION_MODELED_FROM = (0, 5, 23)
@@ -61,6 +63,7 @@ class SglangRules:
     version: tuple[int, int, int]
     swa_ratio_cell: bool  # hybrid SWA: full tokens = rest // (F n_full + r S n_swa) (else the re-split)
     requested_running_token_cap: bool  # --max-running-requests capped by tokens // 2 (else by the estimate)
+    mamba_auto_extra_buffer: bool  # "auto" resolves to the extra buffer where supported (else no_buffer)
     mamba_padding_slot: bool  # the state pool's padding slot is charged (K = (budget - slot) // slot)
     multimodal_reservation: bool  # SGLANG_VLM_CACHE_SIZE_MB comes out of the rest for multimodal models
     default_mem_fraction_modeled: bool  # hkv reproduces this release's default mem_fraction_static
@@ -76,6 +79,7 @@ def for_sglang_version(text: str = DEFAULT_SGLANG_VERSION) -> SglangRules:
         version=version,
         swa_ratio_cell=version >= SWA_RATIO_CELL_FROM,
         requested_running_token_cap=version >= REQUESTED_RUNNING_TOKEN_CAP_FROM,
+        mamba_auto_extra_buffer=version >= MAMBA_AUTO_EXTRA_BUFFER_FROM,
         mamba_padding_slot=version >= MAMBA_PADDING_SLOT_FROM,
         multimodal_reservation=version >= MULTIMODAL_RESERVATION_FROM,
         default_mem_fraction_modeled=version >= DEFAULT_MEM_FRACTION_MODELED_FROM,

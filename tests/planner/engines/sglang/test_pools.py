@@ -67,6 +67,8 @@ CASES = [
     # estimate 4,096 (context 8,192), capped by 198 // 5 = 39 (0.5.16: 199 // 5 = 39)
     ("nemotron-h-8b-base-8k", SglangServerArgs(), 40 * GIB, (9, 0), (1380874, None, 198, 39, 1)),
     ("nemotron-h-8b-base-8k", SglangServerArgs(version="0.5.16"), 40 * GIB, (9, 0), (1380874, None, 199, 39, 1)),
+    # 0.5.13: "auto" is no_buffer, 3 slots a request, and no padding slot: K = 199, 199 // 3 = 66
+    ("nemotron-h-8b-base-8k", SglangServerArgs(version="0.5.13"), 40 * GIB, (9, 0), (1380874, None, 199, 66, 1)),
     # without the radix cache one slot a request: min(4,096, 690,437, 198 // 1)
     ("nemotron-h-8b-base-8k", SglangServerArgs(disable_radix_cache=True), 40 * GIB, (9, 0),
      (1380874, None, 198, 198, 1)),
