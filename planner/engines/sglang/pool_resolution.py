@@ -137,11 +137,12 @@ def _token_pools(model: SglangModel, args: SglangServerArgs, rules: SglangRules,
         pools = one_pool(kv_bytes, cell, page_size, zero_cell_tokens=user_cap or context_len)
         return pools if user_cap is None else TokenPools(page_floor(min(pools.full, user_cap), page_size), None)
     cap_tokens = None
-    if (args.max_running_requests is not None and args.disable_radix_cache and chunked_prefill_size > 0
-            and model.sliding_window is not None and cell.full_layers > 0):
+    if (rules.swa_request_cap_pool and args.max_running_requests is not None and args.disable_radix_cache
+            and chunked_prefill_size > 0 and model.sliding_window is not None and cell.full_layers > 0):
         cap_tokens = swa_request_cap_tokens(model.sliding_window, page_size, args.max_running_requests,
                                             chunked_prefill_size)
-    split = SwaSplit(args.swa_full_tokens_ratio, rules.swa_ratio_cell, model.sliding_window, cap_tokens)
+    split = SwaSplit(args.swa_full_tokens_ratio, rules.swa_ratio_cell,
+                     model.sliding_window if rules.swa_admission_floor else None, cap_tokens)
     if user_cap is not None and not rules.swa_ratio_cell:
         # Before 0.5.11 the user's cap bounded the undivided tokens, which were then split.
         both = cell.full + cell.swa

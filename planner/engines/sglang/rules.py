@@ -8,6 +8,8 @@ and pool_configurator.py up to 0.5.17, srt/mem_cache/kv_cache_configurator.py af
 |-------------------------------------------------------|----------------------------|---------|
 | hybrid SWA: full = rest // (F n_full + r S n_swa)     | T = rest // (F n_full + S n_swa), | 0.5.11 (2026-04) |
 |                                                       | full = T (F n_full + S n_swa) / (F n_full + r S n_swa) |  |
+| SGLang refuses a sliding pool <= window + page             | no check                   | 0.5.16  |
+| --disable-radix-cache --max-running-requests: sliding pool sized for the requests | by the ratio | 0.5.22 |
 | requested --max-running-requests capped by tokens // 2 | capped by the 2,048-4,096 estimate | 0.5.14 |
 | hybrid recurrent "auto" radix strategy: the extra buffer (5 slots a request) where supported | no_buffer (3) | 0.5.14 |
 | Mamba pool: one padding slot charged, K = (budget - slot) // slot | K = budget // slot | 0.5.17 |
@@ -31,6 +33,8 @@ OLDEST_MODELED = (0, 5, 10)
 NEWEST_MODELED = (0, 5, 23)
 SWA_RATIO_CELL_FROM = (0, 5, 11)
 REQUESTED_RUNNING_TOKEN_CAP_FROM = (0, 5, 14)
+SWA_ADMISSION_FLOOR_FROM = (0, 5, 16)
+SWA_REQUEST_CAP_POOL_FROM = (0, 5, 22)
 MAMBA_AUTO_EXTRA_BUFFER_FROM = (0, 5, 14)
 MAMBA_PADDING_SLOT_FROM = (0, 5, 17)
 MULTIMODAL_RESERVATION_FROM = (0, 5, 18)
@@ -62,6 +66,8 @@ class SglangRules:
 
     version: tuple[int, int, int]
     swa_ratio_cell: bool  # hybrid SWA: full tokens = rest // (F n_full + r S n_swa) (else the re-split)
+    swa_admission_floor: bool  # a sliding pool that cannot hold window + page is refused
+    swa_request_cap_pool: bool  # SWARequestCapPoolConfigurator exists
     requested_running_token_cap: bool  # --max-running-requests capped by tokens // 2 (else by the estimate)
     mamba_auto_extra_buffer: bool  # "auto" resolves to the extra buffer where supported (else no_buffer)
     mamba_padding_slot: bool  # the state pool's padding slot is charged (K = (budget - slot) // slot)
@@ -78,6 +84,8 @@ def for_sglang_version(text: str = DEFAULT_SGLANG_VERSION) -> SglangRules:
     return SglangRules(
         version=version,
         swa_ratio_cell=version >= SWA_RATIO_CELL_FROM,
+        swa_admission_floor=version >= SWA_ADMISSION_FLOOR_FROM,
+        swa_request_cap_pool=version >= SWA_REQUEST_CAP_POOL_FROM,
         requested_running_token_cap=version >= REQUESTED_RUNNING_TOKEN_CAP_FROM,
         mamba_auto_extra_buffer=version >= MAMBA_AUTO_EXTRA_BUFFER_FROM,
         mamba_padding_slot=version >= MAMBA_PADDING_SLOT_FROM,

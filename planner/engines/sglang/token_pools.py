@@ -35,7 +35,7 @@ class SwaSplit:
 
     ratio: float  # swa_full_tokens_ratio
     ratio_cell: bool  # 0.5.11's formula (else the older re-split)
-    window: int | None  # SGLang's sliding_window_size
+    window: int | None  # SGLang's sliding_window_size, where it refuses a pool below window + page
     request_cap_tokens: int | None = None  # SWARequestCapPoolConfigurator's sliding pool, else None
 
 
@@ -75,7 +75,7 @@ def capped_swa_pools(full_tokens: int, page_size: int, split: SwaSplit) -> Token
     """`full_tokens` full-pool tokens and the sliding pool r times that (both whole pages)."""
     full = page_floor(full_tokens, page_size)
     swa = page_floor(int(full * split.ratio), page_size)
-    if split.ratio_cell and split.window is not None and split.window + page_size >= swa:
+    if split.window is not None and split.window + page_size >= swa:
         raise DoesNotFitError(
             f"SGLang's sliding pool ({swa:,} tokens) cannot hold one window ({split.window:,}) plus a page; raise "
             f"--swa-full-tokens-ratio or the KV budget", fields=("swa_full_tokens_ratio", "mem_fraction_static"))

@@ -120,6 +120,12 @@ def test_sliding_pool_must_hold_a_window() -> None:
         resolve_pools(load_model_spec("gpt-oss-20b"), SglangServerArgs(), 6_650_000, MFS)
 
 
+def test_older_releases_keep_a_small_sliding_pool() -> None:
+    # 0.5.15 has no admission floor: the 120-token sliding pool above is kept
+    pools = resolve_pools(load_model_spec("gpt-oss-20b"), SglangServerArgs(version="0.5.15"), 6_650_000, MFS)
+    assert (pools.max_total_num_tokens, pools.swa_tokens) == (150, 120)
+
+
 def test_disable_hybrid_swa_memory_gives_one_pool() -> None:
     # gpt-oss-20b as one pool: 24 layers x 2,048 B = 49,152 B; 49,201,151 // 49,152 = 1,000
     pools = resolve_pools(load_model_spec("gpt-oss-20b"), SglangServerArgs(disable_hybrid_swa_memory=True),

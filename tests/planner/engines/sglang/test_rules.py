@@ -25,6 +25,8 @@ CASES = [
 @pytest.mark.parametrize(("version", "expected"), CASES)
 def test_rules_by_release(version: str, expected: tuple[bool, ...]) -> None:
     rules = for_sglang_version(version)
+    assert (rules.swa_admission_floor, rules.swa_request_cap_pool) == (
+        rules.version >= (0, 5, 16), rules.version >= (0, 5, 22))  # pool_configurator.py in 0.5.16 / 0.5.22's wheels
     assert (rules.swa_ratio_cell, rules.requested_running_token_cap, rules.mamba_auto_extra_buffer,
             rules.mamba_padding_slot, rules.multimodal_reservation, rules.default_mem_fraction_modeled) == expected
 
