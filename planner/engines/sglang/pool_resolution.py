@@ -68,6 +68,12 @@ def resolve(spec: ModelSpec, args: SglangServerArgs, available_bytes: int, mem_f
         args = replace(args, max_running_requests=SPECULATIVE_MAX_RUNNING_REQUESTS)
     context_len = _context_len(spec, model, args)
     page_size = args.page_size if args.page_size is not None else (DSA_PAGE_SIZE if model.is_dsa else 1)
+    if (model.recurrent and model.mamba_radix and not args.disable_radix_cache and page_size > 1
+            and not (model.mamba_extra_buffer and rules.mamba_auto_extra_buffer)):
+        raise InvalidInputError(
+            f"{model.architecture}: SGLang's no_buffer recurrent radix cache supports page_size 1 only "
+            f"(validate_mamba_no_buffer); drop --page-size {page_size} or pass --disable-radix-cache",
+            fields=("page_size", "disable_radix_cache"))
     dtype = kv_dtype(model, args.kv_cache_dtype, spec.dtype_bytes, compute_capability)
     cell = cell_bytes(model, args.tp_size, dtype)
     state = mamba_state(model, args.tp_size, args.mamba_ssm_dtype)

@@ -85,3 +85,9 @@ def test_budget_rounds_free_memory_like_the_tp_all_reduce() -> None:
 def test_pipeline_parallel_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="pp_size 1 only"):
         plan_sglang(load_model_spec("llama-3.1-8b-instruct"), SglangServerArgs(pp_size=2), gpu="h100")
+
+
+def test_no_buffer_radix_cache_needs_page_one() -> None:
+    # LFM2's radix cache has no extra buffer: "auto" is no_buffer, which asserts page_size 1
+    with pytest.raises(InvalidInputError, match="page_size 1 only"):
+        plan_sglang(load_model_spec("lfm2-1.2b"), SglangServerArgs(page_size=64), gpu="h100")
