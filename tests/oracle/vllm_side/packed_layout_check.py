@@ -36,15 +36,16 @@ def packed_vllm_config(max_model_len: int, mnbt: int, *, block_size: int, cache_
 
 
 def assert_vllm_layout_equals(model: ModelSpec, vc: VllmConfig, specs: dict[str, KVCacheSpec],
-                              available: int) -> None:
-    """hkv's `vllm` layout has vLLM's groups (members in order, block size, each member's page),
-    bytes per block, num_blocks and concurrency."""
+                              available: int, *, block_size: int | None = None) -> None:
+    """hkv's `vllm` layout (at `block_size`, None: the plan's own) has vLLM's groups (members in
+    order, block size, each member's page), bytes per block, num_blocks and concurrency."""
     max_model_len = vc.model_config.max_model_len
     assert [layer.name for layer in model.cache_layers] == list(specs)
     groups = get_kv_cache_groups(vc, dict(specs))
     kvcfg = get_kv_cache_config_from_groups(vc, groups, available)
     cfg = PlanConfig(gpu="h100", available_kv_memory_bytes=available, max_model_len=max_model_len,
-                     max_num_batched_tokens=vc.scheduler_config.max_num_batched_tokens, primary_layout="vllm")
+                     max_num_batched_tokens=vc.scheduler_config.max_num_batched_tokens, primary_layout="vllm",
+                     block_size=block_size)
     layout = plan(model, cfg).reports["vllm"].layout
     by_name = {layer.name: layer.cache_spec(CacheOptions()) for layer in model.cache_layers}
     ours = [(g.layer_names, g.block_size, tuple(by_name[n].page_size_bytes(g.block_size) for n in g.layer_names))
