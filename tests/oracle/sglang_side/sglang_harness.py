@@ -81,8 +81,9 @@ RESULT_KEYS = ("mem_fraction_static", "available_bytes", "max_total_num_tokens",
                "max_mamba_cache_size", "max_running_requests", "context_len", "page_size")
 
 
-def _define_torchvision_op_schemas() -> None:
-    """Fake 3 (module docstring): let the CUDA-linked torchvision import beside torch+cpu."""
+def define_torchvision_op_schemas() -> None:
+    """Fake 3 (module docstring): let the CUDA-linked torchvision import beside torch+cpu. Call it
+    first in any script that imports SGLang modules in .venv-sglang (configs/ imports torchvision)."""
     for op in ("nms", "qnms"):
         torch.library.define(f"torchvision::{op}",
                              "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
@@ -90,7 +91,7 @@ def _define_torchvision_op_schemas() -> None:
 
 def import_sglang() -> None:
     """Import every module the sizing path reaches, on the real CPU-only torch (fake 2)."""
-    _define_torchvision_op_schemas()
+    define_torchvision_op_schemas()
     from sglang.srt import arg_groups
 
     # The resolution pipeline imports its hooks lazily; import them all now, before CUDA is faked.
