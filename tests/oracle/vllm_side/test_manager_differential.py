@@ -30,6 +30,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from itertools import chain
 from math import gcd, lcm
+from pathlib import Path
 
 import pytest
 import torch
@@ -38,6 +39,7 @@ from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.layout import Layout
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
+from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
 from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
 from hkv.runtime.kv_cache.vllm_compat import FreeOrder
@@ -48,6 +50,7 @@ from vllm.v1.core.kv_cache_manager import KVCacheManager as VllmKVCacheManager
 from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
 from vllm.v1.kv_cache_interface import (
     ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
     FullAttentionSpec,
     KVCacheConfig,
     KVCacheGroupSpec,
@@ -56,6 +59,7 @@ from vllm.v1.kv_cache_interface import (
 from vllm.v1.request import Request as VllmRequest
 
 CHECK_EVERY = 64  # operations between whole-state comparisons
+STEP5_TINY = Path(__file__).resolve().parents[2] / "data" / "configs" / "step5_tiny.json"
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ class Case:
     chunk: int | None = None  # replaces every attention chunk
     kinds: frozenset[CacheKind] = frozenset()  # expected kinds (guards the layout)
     min_prompt: int = 1
+    vllm_version: str = "0.32.0"  # the release the layout follows (a 0.33 model: its packed groups)
 
 
 CASES = {
@@ -92,6 +97,10 @@ CASES = {
     # sliding only (window 256): unitary coordinator on a sliding group
     "mistral-7b-w256": Case("mistral-7b-v0.1", 4096, 400, 1500, 10, window=256,
                             kinds=frozenset({CacheKind.SLIDING})),
+    # Step5 (vLLM 0.33; 0.32's managers are the same): 3 sliding (window 64) + K/V with summaries +
+    # CSA tail rings (CircularBufferManager: one block per request, never cached, skipped by lookups)
+    "step5-tiny": Case(str(STEP5_TINY), 2048, 600, 1200, 8, vllm_version="0.33.0",
+                       kinds=frozenset({CacheKind.SLIDING, CacheKind.FULL, CacheKind.CIRCULAR})),
 }
 
 
@@ -103,7 +112,7 @@ def build_layout(case: Case) -> Layout:
 
     def planned(kv_bytes: int) -> Layout:
         cfg = PlanConfig(available_kv_memory_bytes=kv_bytes, max_model_len=case.max_model_len,
-                         max_num_batched_tokens=2048, primary_layout="vllm", vllm_version="0.32.0")
+                         max_num_batched_tokens=2048, primary_layout="vllm", vllm_version=case.vllm_version)
         return plan(model, cfg).reports["vllm"].layout
 
     probe = planned(2**30)
@@ -133,6 +142,8 @@ def vllm_manager(layout: Layout) -> tuple[VllmKVCacheManager, object]:
             spec = SlidingWindowSpec(**kw, sliding_window=g.spec.window_len)
         elif g.kind is CacheKind.CHUNKED:
             spec = ChunkedLocalAttentionSpec(**kw, attention_chunk_size=g.spec.chunk_len)
+        elif g.kind is CacheKind.CIRCULAR:
+            spec = CircularBufferSpec(**kw)
         else:
             assert g.kind is CacheKind.FULL, g.kind
             spec = FullAttentionSpec(**kw)
@@ -249,7 +260,9 @@ class Lockstep:
         pytest.fail(f"op {self.n.ops} ({self.last}): {message}")
 
     def _tables(self, live: Live) -> None:
-        ours = [list(t) for t in self.hkv.block_ids(live.hkv)]
+        # A circular group: vLLM keeps the lone ring block, hkv a positional table (null but the ring).
+        ours = [[b for b in t if b != NULL_BLOCK_ID] if g.kind is CacheKind.CIRCULAR else list(t)
+                for g, t in zip(self.hkv.layout.groups, self.hkv.block_ids(live.hkv), strict=True)]
         theirs = [list(t) for t in self.vllm.get_block_ids(live.vllm.request_id)]
         if ours != theirs:
             diff = next(g for g, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
