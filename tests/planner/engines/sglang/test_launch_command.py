@@ -21,6 +21,7 @@ from hkv.planner.errors import DoesNotFitError
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 SGLANG_PY = REPO_ROOT / ".venv-sglang" / "bin" / "python"
+HARNESS_DIR = REPO_ROOT / "tests" / "oracle" / "sglang_side"
 MODEL = "openai/gpt-oss-120b"
 
 
@@ -88,6 +89,9 @@ def test_refuses_when_sglang_would_not_start(tokens, requests):
 
 _PARSE = """
 import argparse, json, sys
+sys.path.insert(0, sys.argv[3])
+from sglang_harness import define_torchvision_op_schemas
+define_torchvision_op_schemas()  # the oracle venv's torchvision beside CPU torch (tests/oracle/sglang_side)
 from sglang.srt.server_args import ServerArgs
 parser = argparse.ArgumentParser()
 ServerArgs.add_cli_args(parser)
@@ -100,8 +104,10 @@ def _sglang_ready() -> str | None:
     """None when the oracle venv imports SGLang's ServerArgs, else why not."""
     if not SGLANG_PY.exists():
         return f"{SGLANG_PY} does not exist"
-    probe = subprocess.run([str(SGLANG_PY), "-P", "-c", "import sglang.srt.server_args"], cwd="/",
-                           capture_output=True, text=True, timeout=300)
+    probe = subprocess.run([str(SGLANG_PY), "-P", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                            "from sglang_harness import define_torchvision_op_schemas as d; d(); "
+                            "import sglang.srt.server_args", str(HARNESS_DIR)],
+                           cwd="/", capture_output=True, text=True, timeout=300)
     if probe.returncode != 0:
         return f"import sglang.srt.server_args fails there: {probe.stderr.strip().splitlines()[-1:]}"
     return None
@@ -121,7 +127,8 @@ def test_sglang_own_parser_reads_the_command_back():
                 "page_size": 16, "swa_full_tokens_ratio": 0.5, "disable_radix_cache": True,
                 "mamba_full_memory_ratio": 0.75, "max_mamba_cache_size": 47, "max_running_requests": 9,
                 "speculative_algorithm": "NEXTN", "speculative_num_steps": 3}
-    proc = subprocess.run([str(SGLANG_PY), "-P", "-c", _PARSE, json.dumps(argv), json.dumps(list(expected))],
+    proc = subprocess.run([str(SGLANG_PY), "-P", "-c", _PARSE, json.dumps(argv), json.dumps(list(expected)),
+                           str(HARNESS_DIR)],
                           cwd="/", capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == expected
