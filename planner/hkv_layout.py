@@ -48,9 +48,9 @@ from hkv.planner.paged_layer import (
     unify_page_sizes,
 )
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.step5_backend import check_step5_pages
 from hkv.planner.pool_sizing import size_pool, to_kv_groups
 from hkv.planner.split_pools import build_split_pools, one_group_per_bucket, state_page_layers
+from hkv.planner.step5_backend import check_step5_pages
 from hkv.planner.sustained import SustainedSetup, predict_sustained
 
 # Block ids per request allowed, relative to vLLM's grouping: each id is allocator work per step

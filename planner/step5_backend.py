@@ -9,7 +9,12 @@
 
 from __future__ import annotations
 
-from hkv.model_specs.step5_layers import REGION_LEN, CircularBufferCacheSpec, SparseKVCacheSpec, SummaryCacheSpec
+from hkv.model_specs.step5_layers import (
+    REGION_LEN,
+    CircularBufferCacheSpec,
+    SparseKVCacheSpec,
+    SummaryCacheSpec,
+)
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
 from hkv.planner.paged_layer import PagedLayer

@@ -38,7 +38,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
 from hkv.model_specs.errors import InvalidConfigError
@@ -61,7 +60,8 @@ def _specs(config: dict, **options) -> list:
 
 
 def _plan(config: dict, **options):
-    base = dict(gpu="h100", available_kv_memory_bytes=20 * GIB, max_model_len=8192, max_num_batched_tokens=8192)
+    base = {"gpu": "h100", "available_kv_memory_bytes": 20 * GIB, "max_model_len": 8192,
+            "max_num_batched_tokens": 8192}
     return plan(from_hf_config(config, "step5"), PlanConfig(**{**base, **options}))
 
 

@@ -31,8 +31,8 @@ from hkv.planner.paged_layer import (
     unify_page_sizes,
 )
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.step5_backend import check_step5_gpu, check_step5_pages
 from hkv.planner.pool_sizing import StateBlocks, size_pool, to_kv_groups
+from hkv.planner.step5_backend import check_step5_gpu, check_step5_pages
 
 _MIN_KERNEL_BLOCK = 16  # FlashAttention's MultipleOf(16)
 _MLA_MIN_BLOCK = 128

@@ -15,9 +15,6 @@ from array import array
 from pathlib import Path
 
 import pytest
-from rt_layouts import FULL, make_layout
-from rt_replay import replay_both_ways
-
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
 from hkv.model_specs.from_hf_config import from_hf_config
 from hkv.model_specs.step5_layers import CircularBufferCacheSpec
@@ -28,6 +25,8 @@ from hkv.runtime import NULL_BLOCK_ID, KVCacheManager, Request
 from hkv.runtime.kv_cache.cache_config import EvictionPolicy
 from hkv.runtime.scheduler.scheduler import SchedulerConfig
 from hkv.runtime.simulation.workload_request import WorkloadRequest
+from rt_layouts import FULL, make_layout
+from rt_replay import replay_both_ways
 
 CIRCULAR = CacheKind.CIRCULAR
 TINY = json.loads((Path(__file__).resolve().parents[2] / "data" / "configs" / "step5_tiny.json").read_text())
