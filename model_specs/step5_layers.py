@@ -18,7 +18,7 @@ A layer is sparse when `sparse_config.enabled` (default true) and its type is "f
 
 - `attn`: the GQA K/V, a FullAttentionSpec of num_kv_heads / TP (at least 1) x 2 x head_dim at the
   --kv-cache-dtype; its backend STEP5_DSA declares the block-outermost layout BLNHC only and a
-  block stride that is a multiple of the 8-token kernel page (sparse_attention.py l.820-825,
+  block stride that is a multiple of the 8-token kernel page (sparse_attention.py l.822-826,
   l.889-893: `block_stride_alignment=MultipleOf(8)`); head_dim must be 192 (l.158-160);
 - `attn.sparse_summary_cache`: one 256-byte fp8 summary per closed 8-token region, a
   FullAttentionSpec of 1 x 256 uint8 with tokens_per_state 8 at the cache block size
@@ -26,7 +26,7 @@ A layer is sparse when `sparse_config.enabled` (default true) and its type is "f
   prefix cached; it buckets with the K/V (one uniform full-attention type) so it shares their block;
 - `attn.csa_tail_ring`: the open region's raw bf16 [index_k | index_z] rows (1,024 B each), a
   CircularBufferSpec whose page is the K/V page of the same layer, i.e. page / 1,024 rows, at
-  least 7 + num_speculative_tokens (csa_tail_ring.py l.325-347); one block per request for its
+  least 7 + num_speculative_tokens (csa_tail_ring.py l.166-188); one block per request for its
   whole life, never prefix cached (kv_cache_interface.py l.968-1004, single_type_kv_cache_manager.py
   l.1186-1271), block stride a multiple of 1,024 B.
 
@@ -51,8 +51,8 @@ from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList
 STEP5_FAMILIES = frozenset({"step5", "step5_vl"})
 SUMMARY_STATE_BYTES = 256  # one fp8 region summary: 1 head x 256 uint8 (sparse_summary_cache.py l.147-154)
 REGION_LEN = 8  # tokens per summary (tokens_per_state); sparse_config.region_block_size must be 8
-RING_ROW_BYTES = 1024  # one bf16 [index_k | index_z] row: 2 x 256 x 2 B (csa_tail_ring.py l.182-184)
-RING_BASE_ROWS = 7  # rows a region may still replay; + one per speculative token (csa_tail_ring.py l.319)
+RING_ROW_BYTES = 1024  # one bf16 [index_k | index_z] row: 2 x 256 x 2 B (csa_tail_ring.py l.23-25)
+RING_BASE_ROWS = 7  # rows a region may still replay; + one per speculative token (csa_tail_ring.py l.160)
 DSA_KERNEL_BLOCK_LEN = 8  # STEP5_DSA's MultipleOf(8) block stride (sparse_attention.py l.893)
 DSA_HEAD_DIM = 192  # the only head size the Step5 DSA kernels take (sparse_attention.py l.158)
 _SPARSE_CONSTANTS = {"proxy_dim": 256, "region_block_size": REGION_LEN}  # config.py l.140-147
@@ -115,7 +115,7 @@ class CircularBufferCacheSpec(AttentionCacheSpec):
         return self.page_size_bytes(block_size) // self.row_bytes
 
     def block_stride_alignment_bytes(self, block_size: int) -> int:
-        return self.row_bytes  # csa_tail_ring.py l.346: block_stride_alignment=_ROW_BYTES
+        return self.row_bytes  # csa_tail_ring.py l.187: block_stride_alignment=_ROW_BYTES
 
     def kept_len(self, seq_len: int) -> int:
         return 0  # no token positions: the ring is addressed by position % capacity

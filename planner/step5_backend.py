@@ -4,7 +4,7 @@
   l.1025-1031: NotImplementedError "Step5 DSA requires SM90, SM100 or SM103"); a GPU of another
   compute capability, or vLLM's CPU platform, cannot serve the model (no GPU named: not checked).
 - A block holds whole 8-token regions (sparse_summary_cache.py l.145-146).
-- One K/V page holds the tail ring's 7 + k rows of 1,024 B, whole rows (csa_tail_ring.py l.328-334).
+- One K/V page holds the tail ring's 7 + k rows of 1,024 B, whole rows (csa_tail_ring.py l.169-175).
 """
 
 from __future__ import annotations

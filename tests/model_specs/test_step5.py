@@ -11,8 +11,8 @@ Per rank at TP 1, block 16 (FLASH_ATTN's default on sm90):
   (models/step5/nvidia/model.py l.889-960: KV heads num_attention_groups, sliding layers only
   change the query heads);
 - summary: 1 x 256 uint8 per 8 tokens (sparse_summary_cache.py l.147-154): 16 / 8 x 256 = 512 B;
-- tail ring: one K/V page (csa_tail_ring.py l.328-347): 49,152 B = 48 rows of 1,024 B (>= 7 needed).
-Grouping (block-outermost: STEP5_DSA supports BLNHC only, sparse_attention.py l.820-825; so
+- tail ring: one K/V page (csa_tail_ring.py l.166-188): 49,152 B = 48 rows of 1,024 B (>= 7 needed).
+Grouping (block-outermost: STEP5_DSA supports BLNHC only, sparse_attention.py l.822-826; so
 kv_cache_planning.py l.914-1041 _get_packed_kv_cache_groups):
 - buckets in registration order: sliding (69, one page size), full (23 K/V + 23 summaries: balanced
   1:1), circular (23 rings; CircularBufferSpec is not a FullAttentionSpec, kv_cache_interface.py
@@ -122,7 +122,7 @@ def test_block_stride_rounding_by_hand(options: dict, bytes_per_block: int) -> N
 
 
 def test_ring_too_small_for_the_draft_tokens_is_refused() -> None:
-    """TP 4, block 16: 12 rows; 6 draft tokens need 7 + 6 = 13 (csa_tail_ring.py l.319, l.328-334)."""
+    """TP 4, block 16: 12 rows; 6 draft tokens need 7 + 6 = 13 (csa_tail_ring.py l.160, l.169-175)."""
     with pytest.raises(InvalidInputError, match="needs 13 rows of 1,024 B in one 12,288-byte KV page") as err:
         _plan(PREVIEW, tp=4, speculative_tokens=6, primary_layout="vllm")
     assert err.value.fields == ("block_size",)

@@ -12,7 +12,7 @@ and handed to 0.32's functions:
 - its summary: FullAttentionSpec(block, 1, 256, head_size_v 0, uint8, tokens_per_state 8)
   (sparse_summary_cache.py l.143-154);
 - its tail ring: CircularBufferSpec(block, 1, page / (block x 2), 0, bf16, block_stride_alignment
-  1,024) (csa_tail_ring.py l.325-347);
+  1,024) (csa_tail_ring.py l.166-188);
 - a sliding layer: SlidingWindowSpec(block, kv heads, 192, bf16, window) (attention.py l.624-673,
   FLASH_ATTN runs the plan's block);
 in the BLNHC layout STEP5_DSA declares (the only one it supports).
