@@ -67,6 +67,7 @@ import importlib
 import io
 import json
 import logging
+import os
 import pkgutil
 import sys
 import traceback
@@ -292,6 +293,9 @@ def run_case(case: dict[str, Any], card: FakeCard) -> dict[str, Any]:
 def _one(case: dict[str, Any], card: FakeCard) -> dict[str, Any]:
     card.name = case["gpu_name"]
     card.total_bytes = case["gpu_total_bytes"]
+    # SGLang's argument hooks write process-wide settings into os.environ (--mamba-ssm-dtype sets
+    # SGLANG_MAMBA_SSM_DTYPE, serving_hook.py l.440); every case starts from the environment it found.
+    environment = dict(os.environ)
     try:
         # SGLang logs and warns on stdout/stderr; keep stdout for the JSON lines.
         with contextlib.redirect_stdout(io.StringIO()):
@@ -300,6 +304,9 @@ def _one(case: dict[str, Any], card: FakeCard) -> dict[str, Any]:
         last = traceback.extract_tb(err.__traceback__)[-1]
         result = {"error": f"{type(err).__name__}: {err}".splitlines()[0][:500],
                   "where": f"{last.filename.split('site-packages/')[-1]}:{last.lineno}"}
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)
     return {**case, **result}
 
 

@@ -100,10 +100,7 @@ HKV_REFUSES = {
                   "is_minimax_sparse branch) is not modeled",
 }
 # Single cases where hkv plans what SGLang refuses (strict xfail, as above).
-HKV_PLANS_REFUSED = {
-    "lfm2-1.2b-h100-55-page64": "SGLang asserts 'no_buffer only supports page_size=1.' "
-                                "(arg_groups/mamba_hook.py validate_mamba_no_buffer); hkv plans page 64",
-}
+HKV_PLANS_REFUSED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
