@@ -79,7 +79,8 @@ def weights_term(model: ModelSpec, cfg: PlanConfig) -> BudgetTerm:
             return BudgetTerm.exact("weights", per_rank, "header", note)
         return BudgetTerm.banded("weights", per_rank, "header", SCALED_HEADER_BAND, SCALED_HEADER_BAND, note)
     exact = "" if model.param_breakdown.exact else " (family without a breakdown: Llama-shaped stand-in)"
-    note = f"config: {', '.join(parts)} in {fmt.method}, {ranks}, most loaded rank{exact}"
+    stored = "unquantized" if fmt.method == "none" else fmt.method
+    note = f"config: {', '.join(parts)} {stored}, {ranks}, most loaded rank{exact}"
     band = CONFIG_BAND if model.param_breakdown.exact else 2 * CONFIG_BAND
     return BudgetTerm.banded("weights", rank.total, "config", band, band, note)
 
