@@ -29,7 +29,8 @@ from hkv.planner.errors import DoesNotFitError, InvalidInputError
 HOPPER = (9, 0)
 DSA_PAGE_SIZE = 64  # model_overrides/deepseek_v2.py: 64 x index_kpool on CUDA
 DEFAULT_CHUNKED_PREFILL_SIZE = 8192
-SPECULATIVE_MAX_RUNNING_REQUESTS = 48  # the 60-160 GiB tier, when neither the card nor the user says
+SPECULATIVE_MAX_RUNNING_REQUESTS = 48
+DRAFTLESS_ALGORITHMS = frozenset({"NGRAM"})  # speculative decoding with no draft model (no draft KV layers)  # the 60-160 GiB tier, when neither the card nor the user says
 
 
 @dataclass(frozen=True)
@@ -116,14 +117,15 @@ def _check_supported(model: SglangModel, args: SglangServerArgs, rules: SglangRu
     if model.hybrid_swa and model.recurrent:
         raise InvalidInputError(f"{model.architecture}: hkv does not size SGLang's pools for sliding and "
                                 f"recurrent layers together", fields=("model",))
+    if args.speculative_algorithm is not None and args.speculative_algorithm.upper() not in DRAFTLESS_ALGORITHMS:
+        raise InvalidInputError(
+            f"speculative_algorithm {args.speculative_algorithm}: hkv sizes SGLang's speculative decoding without a "
+            f"draft model only (NGRAM); EAGLE / NEXTN / STANDALONE drafts add their own KV layers to every token's "
+            f"cell, which hkv does not model", fields=("speculative_algorithm",))
     if args.speculative_algorithm is not None and model.recurrent and not rules.mamba_padding_slot:
         raise InvalidInputError(
             f"speculative decoding on hybrid recurrent models is modeled from SGLang 0.5.17; got {args.version}",
             fields=("sglang_version", "speculative_algorithm"))
-    if args.speculative_algorithm is not None and not model.recurrent:
-        raise InvalidInputError(
-            "speculative decoding with SGLang: hkv sizes the draft's recurrent states only, not its KV pool; "
-            "plan without --speculative-algorithm", fields=("speculative_algorithm",))
 
 
 def _context_len(spec: ModelSpec, model: SglangModel, args: SglangServerArgs) -> int:

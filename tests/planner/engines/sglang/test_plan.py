@@ -91,3 +91,10 @@ def test_no_buffer_radix_cache_needs_page_one() -> None:
     # LFM2's radix cache has no extra buffer: "auto" is no_buffer, which asserts page_size 1
     with pytest.raises(InvalidInputError, match="page_size 1 only"):
         plan_sglang(load_model_spec("lfm2-1.2b"), SglangServerArgs(page_size=64), gpu="h100")
+
+
+def test_drafted_speculative_decoding_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="without a draft model only"):
+        plan_sglang(load_model_spec("qwen3-next-80b-a3b"),
+                    SglangServerArgs(tp_size=4, speculative_algorithm="NEXTN", speculative_num_draft_tokens=4),
+                    gpu="h100")

@@ -76,11 +76,11 @@ CASES = [
     # = 38,047,055,872 B / 16,384 = 2,322,208 tokens
     ("nemotron-h-8b-base-8k", SglangServerArgs(max_mamba_cache_size=47), 40 * GIB, (9, 0),
      (2322208, None, 47, 9, 1)),
-    # EAGLE with 4 draft tokens, --max-running-requests reset to 48: K = (budget - slot x 5) // (slot x (1 + 4 / 5))
+    # NGRAM with 4 draft tokens, --max-running-requests reset to 48: K = (budget - slot x 5) // (slot x (1 + 4 / 5))
     # = 19,833,834,172.6 / 183,848,140.8 = 107.9 -> 107; intermediate states for min(48, 107 // 5 = 21) + 1
     # requests x 4 tokens = 88 slots = 8,988,131,328 B; rest 42,949,672,960 - 8,988,131,328 - 108 x 102,137,856
     # = 22,930,653,184 B / 16,384 = 1,399,576 tokens; running min(48, 107 // 5) = 21
-    ("nemotron-h-8b-base-8k", SglangServerArgs(speculative_algorithm="EAGLE", speculative_num_draft_tokens=4),
+    ("nemotron-h-8b-base-8k", SglangServerArgs(speculative_algorithm="NGRAM", speculative_num_draft_tokens=4),
      40 * GIB, (9, 0), (1399576, None, 107, 21, 1)),
     # LFM2-1.2B, 1 GiB: budget 508,614,548.2 B = 6,208.7 slots -> K = 6,207; rest 1,073,741,824 - 6,208 x 81,920
     # = 565,182,464 B / 12,288 = 45,994.7 -> 45,994; min(2,048, 22,997); cap 6,207 // 3 = 2,069 does not bind
