@@ -113,11 +113,9 @@ KDA_ARCHITECTURES = frozenset({"KimiLinearForCausalLM", "KimiK3ForConditionalGen
 UNSIZED_ARCHITECTURES: dict[str, str] = {
     "DeepseekV4ForCausalLM": "DeepSeek-V4's compressed c4/c128 pools and their states "
                              "(DSV4PoolConfigurator) are not modeled for SGLang",
-    "MiniMaxM3SparseForConditionalGeneration": "MiniMax-M3's sparse layers keep an index-key pool "
-                                               "(MiniMaxSparseKVPool) hkv does not model",
-    "MiniMaxM3SparseForCausalLM": "MiniMax-M3's sparse layers keep an index-key pool "
-                                  "(MiniMaxSparseKVPool) hkv does not model",
 }
+# MiniMaxSparseKVPool: K/V for every layer plus the sparse layers' index keys, in the model's dtype.
+SPARSE_INDEXER_ARCHITECTURES = frozenset({"MiniMaxM3SparseForConditionalGeneration", "MiniMaxM3SparseForCausalLM"})
 # Model classes whose get_attention_sliding_window_size is the config's window - 1 (what SGLang's
 # runner takes as sliding_window_size for the SWA pool's admission floor and request cap).
 WINDOW_MINUS_ONE_ARCHITECTURES = frozenset({

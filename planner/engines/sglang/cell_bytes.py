@@ -7,6 +7,8 @@ SGLang sizes a pool by a per-token "cell" summed over the pool's layers
   DSA         the MLA latent (FP8 with per-128 scales and a bf16 rope where the backend keeps scales:
               kv_lora_rank + kv_lora_rank / 128 x 4 + 2 x qk_rope_head_dim bytes) plus each indexer
               layer's index key with its scale (index_head_dim + index_head_dim / 128 x 4 bytes, uint8)
+  MiniMax-M3  K/V of every layer plus each sparse layer's index key (K only where the config disables
+              the index value) in the model's dtype (the KV cache's where Hopper keeps FP8 KV)
   hybrid SWA  full layers at the full shape, sliding layers at their own shape, in two pools.
 """
 
@@ -29,10 +31,12 @@ BLACKWELL_MAJOR = 10  # compute capability from which DSA defaults to an FP8 cac
 
 @dataclass(frozen=True)
 class KvDtype:
-    """The KV cache element size SGLang uses, and whether a DSA latent keeps per-block scales."""
+    """The KV cache element size SGLang uses, whether a DSA latent keeps per-block scales, and the
+    element size of MiniMax-M3's index keys."""
 
     element_bytes: int
     dsa_scaled_fp8: bool = False
+    sparse_index_bytes: int = 0
 
 
 def kv_dtype(model: SglangModel, kv_cache_dtype: str, model_dtype_bytes: int,
@@ -52,12 +56,17 @@ def kv_dtype(model: SglangModel, kv_cache_dtype: str, model_dtype_bytes: int,
             return KvDtype(1, dsa_scaled_fp8=major < BLACKWELL_MAJOR)
         return KvDtype(2)
     if kv_cache_dtype == "auto":
-        return KvDtype(model_dtype_bytes)
-    if kv_cache_dtype not in _KV_DTYPE_BYTES:
+        element = model_dtype_bytes
+    elif kv_cache_dtype in _KV_DTYPE_BYTES:
+        element = _KV_DTYPE_BYTES[kv_cache_dtype]
+    else:
         raise InvalidInputError(
             f"kv_cache_dtype {kv_cache_dtype!r} is not one hkv sizes for SGLang (auto, bfloat16, float16, "
             f"fp8_e4m3, fp8_e5m2)", fields=("kv_cache_dtype",))
-    return KvDtype(_KV_DTYPE_BYTES[kv_cache_dtype])
+    # get_minimax_sparse_index_dtype: the model's dtype, the KV cache's for FP8 E4M3 KV on Hopper.
+    hopper_fp8 = compute_capability == (9, 0) and kv_cache_dtype in ("fp8_e4m3", "fp8")
+    index = element if hopper_fp8 else model_dtype_bytes
+    return KvDtype(element, sparse_index_bytes=index if model.sparse_indexer else 0)
 
 
 @dataclass(frozen=True)
@@ -95,8 +104,9 @@ def cell_bytes(model: SglangModel, tp: int, dtype: KvDtype) -> CellBytes:
     if model.swa is not None:
         # An MLA sliding layer keeps the same latent (swa_kv_lora_rank = kv_lora_rank).
         swa_per_layer = full_per_layer if model.is_mla else model.swa.bytes_per_token(tp, dtype.element_bytes)
+    index_bytes = dtype.sparse_index_bytes if model.sparse_indexer else 1  # DSA's keys are uint8
     return CellBytes(full_per_layer, model.full_layers, swa_per_layer, model.swa_layers,
-                     model.indexer_layers * model.indexer_bytes)
+                     model.indexer_layers * model.indexer_elements * index_bytes)
 
 
 def _mla_bytes(model: SglangModel, mla_dim: int, dtype: KvDtype) -> int:

@@ -25,6 +25,7 @@ from hkv.planner.engines.sglang.architectures import (
     MULTIMODAL_ARCHITECTURES,
     MULTIMODAL_OFF_BY_DEFAULT,
     MULTIMODAL_PREFILL_GRAPH_ARCHITECTURES,
+    SPARSE_INDEXER_ARCHITECTURES,
     UNSIZED_ARCHITECTURES,
     WINDOW_MINUS_ONE_ARCHITECTURES,
 )
@@ -55,7 +56,8 @@ class HeadShape:
 @dataclass(frozen=True)
 class SglangModel:
     """What SGLang sizes: `full_layers` layers of `full` heads (or an MLA latent of `mla_dim`
-    elements, plus `indexer_layers` DSA index keys of `indexer_bytes`), `swa_layers` layers of
+    elements), `indexer_layers` index keys of `indexer_elements` each (DSA: uint8 with the scale;
+    MiniMax-M3's sparse layers: `sparse_indexer`, in the model's dtype), `swa_layers` layers of
     `swa` heads in a separate pool when `hybrid_swa`, and `recurrent` layers' states."""
 
     architecture: str
@@ -64,7 +66,8 @@ class SglangModel:
     full: HeadShape | None  # None for MLA
     mla_dim: int | None  # kv_lora_rank + qk_rope_head_dim, SGLang's MLA backend
     indexer_layers: int
-    indexer_bytes: int  # one token's DSA index key with its scale, uint8
+    indexer_elements: int  # one token's index key in one layer (DSA: bytes with the scale)
+    sparse_indexer: bool  # MiniMax-M3's index keys (MiniMaxSparseKVPool), not DSA's
     hybrid_swa: bool
     swa_layers: int
     swa: HeadShape | None
@@ -84,7 +87,7 @@ class SglangModel:
 
     @property
     def is_dsa(self) -> bool:
-        return self.indexer_layers > 0
+        return self.indexer_layers > 0 and not self.sparse_indexer
 
 
 def architecture_of(spec: ModelSpec) -> str:
@@ -136,7 +139,8 @@ def sglang_model(spec: ModelSpec, extras: SglangConfigExtras | None = None, *,
         full=None if mla_dim is not None or base is None else _one_shape(spec, "full", full or kv_layers),
         mla_dim=mla_dim,
         indexer_layers=len(indexers),
-        indexer_bytes=indexers[0].head_dim * (indexers[0].fixed_dtype_bytes or 1) if indexers else 0,
+        indexer_elements=_one_width(spec, indexers),
+        sparse_indexer=arch in SPARSE_INDEXER_ARCHITECTURES,
         hybrid_swa=hybrid_swa,
         swa_layers=len(sliding) if hybrid_swa else 0,
         swa=_one_shape(spec, "sliding", sliding) if hybrid_swa else None,
@@ -173,6 +177,14 @@ def _one_shape(spec: ModelSpec, kind: str, layers: list[AttentionDesc]) -> HeadS
             f"{spec.name}: its {kind} layers have {len(shapes)} head shapes; SGLang carries a single shape "
             f"per layer type", fields=("model",))
     return shapes.pop()
+
+
+def _one_width(spec: ModelSpec, indexers: list[AttentionDesc]) -> int:
+    widths = {layer.head_dim for layer in indexers}
+    if len(widths) > 1:
+        raise InvalidInputError(f"{spec.name}: index keys of {len(widths)} widths; SGLang sizes one",
+                                fields=("model",))
+    return widths.pop() if widths else 0
 
 
 def _window(arch: str, sliding: list[AttentionDesc]) -> int | None:

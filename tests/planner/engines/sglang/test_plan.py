@@ -56,7 +56,6 @@ def test_old_release_needs_a_fraction() -> None:
     ("falcon-40b-instruct", "SGLang 0.5.23 does not serve FalconForCausalLM"),
     ("a.x-k1", "SGLang 0.5.23 does not serve AXK1ForCausalLM"),
     ("deepseek-v4-flash", "DeepSeek-V4's compressed c4/c128 pools"),
-    ("minimax-m3", "MiniMax-M3's sparse layers keep an index-key pool"),
     ("minicpm3-4b", "caches MiniCPM3ForCausalLM's MLA latent"),
 ])
 def test_refused_models(name: str, reason: str) -> None:
