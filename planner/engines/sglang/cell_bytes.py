@@ -63,9 +63,10 @@ def kv_dtype(model: SglangModel, kv_cache_dtype: str, model_dtype_bytes: int,
         raise InvalidInputError(
             f"kv_cache_dtype {kv_cache_dtype!r} is not one hkv sizes for SGLang (auto, bfloat16, float16, "
             f"fp8_e4m3, fp8_e5m2)", fields=("kv_cache_dtype",))
-    # get_minimax_sparse_index_dtype: the model's dtype, the KV cache's for FP8 E4M3 KV on Hopper.
-    hopper_fp8 = compute_capability == (9, 0) and kv_cache_dtype in ("fp8_e4m3", "fp8")
-    index = element if hopper_fp8 else model_dtype_bytes
+    # get_minimax_sparse_index_dtype: the model's dtype; the KV cache's for FP8 E4M3 KV on Hopper, and
+    # on SM100 where MiniMax-M3 runs its attention GEMMs in FP8 (m3_fp8_attn_gemm_enabled).
+    fp8_index = kv_cache_dtype in ("fp8_e4m3", "fp8") and compute_capability in ((9, 0), (10, 0), (10, 3))
+    index = element if fp8_index else model_dtype_bytes
     return KvDtype(element, sparse_index_bytes=index if model.sparse_indexer else 0)
 
 

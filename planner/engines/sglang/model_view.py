@@ -115,6 +115,9 @@ def sglang_model(spec: ModelSpec, extras: SglangConfigExtras | None = None, *,
     if arch in UNSIZED_ARCHITECTURES:
         raise InvalidInputError(f"{spec.name}: {UNSIZED_ARCHITECTURES[arch]}; plan it with the vllm engine",
                                 fields=("model", "engine"))
+    if arch in SPARSE_INDEXER_ARCHITECTURES and "nvfp4" in str((spec.quantization_config or {}).get("quant_method", "")):
+        raise InvalidInputError(f"{spec.name}: MiniMax-M3's NVFP4 checkpoints use SGLang's packed Blackwell pool "
+                                f"(minimax_m3_nvfp4_pool), which hkv does not size", fields=("model",))
     attention = [layer for layer in spec.cache_layers if isinstance(layer, AttentionDesc)]
     recurrent = tuple(layer for layer in spec.cache_layers if isinstance(layer, RecurrentDesc))
     _check_recurrent(spec, recurrent)
