@@ -167,6 +167,12 @@ class FakeCard:
 
         common.is_cuda.cache_clear()
         common.is_cuda_alike.cache_clear()
+        # The architecture probes behind get_platform().is_sm90 / is_sm100 / is_blackwell were cached
+        # False at import on CPU torch; model overrides read them (MiniMax-M3: fa3 + page 128 on Hopper).
+        for probe in ("is_sm80_supported", "is_sm90_supported", "is_sm100_supported", "is_sm100_or_sm110_supported",
+                      "is_sm110_supported", "is_sm120_supported", "is_blackwell_supported",
+                      "is_ampere_with_cuda_12_3", "is_hopper_with_cuda_12_3"):
+            getattr(common, probe).cache_clear()
         from sglang.srt import platforms
 
         platforms._current_platform = None  # re-detected: CudaSRTPlatform
