@@ -11,6 +11,7 @@ from hkv.planner.engines.sglang.config_extras import SglangConfigExtras
 from hkv.planner.engines.sglang.mamba_pool import GIB, MambaPool, mamba_pool
 from hkv.planner.engines.sglang.mamba_state import mamba_state, slots_per_request
 from hkv.planner.engines.sglang.model_view import SglangModel, sglang_model
+from hkv.planner.engines.sglang.page_size import default_page_size
 from hkv.planner.engines.sglang.pools import SglangPools
 from hkv.planner.engines.sglang.rules import SglangRules, for_sglang_version
 from hkv.planner.engines.sglang.running_requests import RunningRequests, running_requests
@@ -27,10 +28,9 @@ from hkv.planner.engines.sglang.token_pools import (
 from hkv.planner.errors import DoesNotFitError, InvalidInputError
 
 HOPPER = (9, 0)
-DSA_PAGE_SIZE = 64  # model_overrides/deepseek_v2.py: 64 x index_kpool on CUDA
-DEFAULT_CHUNKED_PREFILL_SIZE = 8192
+DEFAULT_CHUNKED_PREFILL_SIZE = 8192  # the 60-160 GiB tier, when neither the card nor the user says
 SPECULATIVE_MAX_RUNNING_REQUESTS = 48
-DRAFTLESS_ALGORITHMS = frozenset({"NGRAM"})  # speculative decoding with no draft model (no draft KV layers)  # the 60-160 GiB tier, when neither the card nor the user says
+DRAFTLESS_ALGORITHMS = frozenset({"NGRAM"})  # speculative decoding with no draft model (no draft KV layers)
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def resolve(spec: ModelSpec, args: SglangServerArgs, available_bytes: int, mem_f
         # arg_groups/speculative_hook.py: "Max running requests is reset to 48 for speculative decoding"
         args = replace(args, max_running_requests=SPECULATIVE_MAX_RUNNING_REQUESTS)
     context_len = _context_len(spec, model, args)
-    page_size = args.page_size if args.page_size is not None else (DSA_PAGE_SIZE if model.is_dsa else 1)
+    page_size = args.page_size if args.page_size is not None else default_page_size(model, compute_capability)
     if (model.recurrent and model.mamba_radix and not args.disable_radix_cache and page_size > 1
             and not (model.mamba_extra_buffer and rules.mamba_auto_extra_buffer)):
         raise InvalidInputError(
