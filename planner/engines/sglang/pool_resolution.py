@@ -10,6 +10,7 @@ from hkv.planner.engines.sglang.cell_bytes import CellBytes, KvDtype, cell_bytes
 from hkv.planner.engines.sglang.config_extras import SglangConfigExtras
 from hkv.planner.engines.sglang.mamba_pool import GIB, MambaPool, mamba_pool
 from hkv.planner.engines.sglang.mamba_state import mamba_state, slots_per_request
+from hkv.planner.engines.sglang.minimax_sparse_pool import minimax_sparse_page_size
 from hkv.planner.engines.sglang.model_view import SglangModel, sglang_model
 from hkv.planner.engines.sglang.page_size import default_page_size
 from hkv.planner.engines.sglang.pools import SglangPools
@@ -68,7 +69,9 @@ def resolve(spec: ModelSpec, args: SglangServerArgs, available_bytes: int, mem_f
         # arg_groups/speculative_hook.py: "Max running requests is reset to 48 for speculative decoding"
         args = replace(args, max_running_requests=SPECULATIVE_MAX_RUNNING_REQUESTS)
     context_len = _context_len(spec, model, args)
-    page_size = args.page_size if args.page_size is not None else default_page_size(model, compute_capability)
+    page_size = args.page_size if args.page_size is not None else (
+        minimax_sparse_page_size(compute_capability) if model.sparse_indexer
+        else default_page_size(model, compute_capability))
     if (model.recurrent and model.mamba_radix and not args.disable_radix_cache and page_size > 1
             and not (model.mamba_extra_buffer and rules.mamba_auto_extra_buffer)):
         raise InvalidInputError(

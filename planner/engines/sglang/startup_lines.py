@@ -20,6 +20,7 @@ capture), is not predicted and left out.
 
 from __future__ import annotations
 
+from hkv.planner.engines.sglang.minimax_sparse_pool import index_pool_line
 from hkv.planner.engines.sglang.pool_resolution import SglangResolution
 
 GIB = 1 << 30
@@ -65,7 +66,7 @@ def _kv_lines(res: SglangResolution) -> list[str]:
     full_k, full_v = _k_v_bytes(res, full_rows, swa=False)
     if pools.swa_tokens is None:
         return [(f"KV Cache is allocated. dtype: {dtype}, #tokens: {pools.max_total_num_tokens}, "
-                f"K size: {full_k / GIB:.2f} GB, V size: {full_v / GIB:.2f} GB")]
+                f"K size: {full_k / GIB:.2f} GB, V size: {full_v / GIB:.2f} GB")] + _index_lines(res)
     swa_k, swa_v = _k_v_bytes(res, pools.swa_tokens + page, swa=True)
     total = (full_k + full_v + swa_k + swa_v) / GIB
     return [
@@ -85,3 +86,12 @@ def _k_v_bytes(res: SglangResolution, rows: int, *, swa: bool) -> tuple[int, int
         return 0, 0
     per_row = max(1, shape.kv_heads // res.args.tp_size) * layers * rows * res.kv_dtype.element_bytes
     return per_row * shape.head_dim, per_row * shape.v_head_dim
+
+
+def _index_lines(res: SglangResolution) -> list[str]:
+    """MiniMax-M3's index-key pool, printed after its main pool (minimax_sparse_pool.py)."""
+    model, pools = res.model, res.pools
+    if not model.sparse_indexer or model.indexer_layers == 0:
+        return []
+    return [index_pool_line(pools.max_total_num_tokens, pools.page_size, model.indexer_layers,
+                            model.indexer_elements, res.kv_dtype.sparse_index_bytes)]

@@ -96,8 +96,6 @@ NOT_COMPARABLE = {
 HKV_REFUSES = {
     "deepseek-v4-flash": "DSV4PoolConfigurator's compressed c4/c128 pools and states "
                          "(model_executor/pool_configurator.py) are not modeled",
-    "minimax-m3": "MiniMaxSparseKVPool's index-key pool (DefaultPoolConfigurator._compute_cell_size, "
-                  "is_minimax_sparse branch) is not modeled",
 }
 # Single cases where hkv plans what SGLang refuses (strict xfail, as above).
 HKV_PLANS_REFUSED: dict[str, str] = {}
