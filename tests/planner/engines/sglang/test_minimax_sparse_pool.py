@@ -54,8 +54,8 @@ def test_start_up_lines_name_the_index_pool() -> None:
     assert lines == (
         "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 387840, K size: 22.20 GB, V size: 22.20 GB",
         "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 387840, K size: 5.27 GB, V size: 0.00 GB",
-        "max_total_num_tokens=387840, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-        "max_running_requests=2048, context_len=524288",
+        ("max_total_num_tokens=387840, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+         "max_running_requests=2048, context_len=524288"),
     )
 
 
