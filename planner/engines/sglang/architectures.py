@@ -110,10 +110,9 @@ MAMBA_EXTRA_BUFFER_ARCHITECTURES = frozenset({
 # KDA hybrids lose the breakable prefill CUDA graph (cuda_graph_hook.py), GLM-5.3 Flash excepted.
 KDA_ARCHITECTURES = frozenset({"KimiLinearForCausalLM", "KimiK3ForConditionalGeneration"})
 # Served, but sized by pool configurators hkv does not reproduce; the reason is the refusal line.
-UNSIZED_ARCHITECTURES: dict[str, str] = {
-    "DeepseekV4ForCausalLM": "DeepSeek-V4's compressed c4/c128 pools and their states "
-                             "(DSV4PoolConfigurator) are not modeled for SGLang",
-}
+UNSIZED_ARCHITECTURES: dict[str, str] = {}
+# DSV4PoolConfigurator (compressed c4/c128 pools and their states): sized by dsv4_pools.py.
+DSV4_ARCHITECTURES = frozenset({"DeepseekV4ForCausalLM"})
 # MiniMaxSparseKVPool: K/V for every layer plus the sparse layers' index keys, in the model's dtype.
 SPARSE_INDEXER_ARCHITECTURES = frozenset({"MiniMaxM3SparseForConditionalGeneration", "MiniMaxM3SparseForCausalLM"})
 # Model classes whose get_attention_sliding_window_size is the config's window - 1 (what SGLang's

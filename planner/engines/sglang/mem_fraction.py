@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.engines.sglang.architectures import DSV4_ARCHITECTURES
 from hkv.planner.engines.sglang.config_extras import SglangConfigExtras
 from hkv.planner.engines.sglang.model_view import SglangModel, sglang_model
 from hkv.planner.engines.sglang.server_args import SglangServerArgs
@@ -79,9 +80,9 @@ def prefill_graph_sizes(max_tokens: int) -> int:
 
 
 def _prefill_graph_captured(model: SglangModel, args: SglangServerArgs) -> bool:
-    # apply_cuda_graph_compatibility turns the breakable prefill graph off for PP, KDA hybrids and
-    # multimodal models outside SGLang's allow-list.
-    if args.pp_size > 1 or model.kda:
+    # apply_cuda_graph_compatibility turns the breakable prefill graph off for PP, KDA hybrids,
+    # DeepSeek-V4 and multimodal models outside SGLang's allow-list.
+    if args.pp_size > 1 or model.kda or model.architecture in DSV4_ARCHITECTURES:
         return False
     return not model.is_multimodal or model.multimodal_prefill_graph
 

@@ -15,6 +15,7 @@ from hkv.model_specs.layer_desc import AttentionDesc, RecurrentDesc
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.engines.sglang.architectures import (
     DEFAULT_VISION_TOWER,
+    DSV4_ARCHITECTURES,
     FAMILY_ARCHITECTURE,
     FORCED_ONE_POOL_ARCHITECTURES,
     HYBRID_SWA_ARCHITECTURES,
@@ -115,6 +116,10 @@ def sglang_model(spec: ModelSpec, extras: SglangConfigExtras | None = None, *,
     if arch in UNSIZED_ARCHITECTURES:
         raise InvalidInputError(f"{spec.name}: {UNSIZED_ARCHITECTURES[arch]}; plan it with the vllm engine",
                                 fields=("model", "engine"))
+    if arch in DSV4_ARCHITECTURES:
+        from hkv.planner.engines.sglang.dsv4_model import dsv4_sglang_model  # it builds on SglangModel
+
+        return dsv4_sglang_model(spec, arch, extras)
     if arch in SPARSE_INDEXER_ARCHITECTURES and "nvfp4" in str((spec.quantization_config or {}).get("quant_method", "")):
         raise InvalidInputError(f"{spec.name}: MiniMax-M3's NVFP4 checkpoints use SGLang's packed Blackwell pool "
                                 f"(minimax_m3_nvfp4_pool), which hkv does not size", fields=("model",))

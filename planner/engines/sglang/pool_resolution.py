@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.engines.sglang.architectures import DSV4_ARCHITECTURES
 from hkv.planner.engines.sglang.cell_bytes import CellBytes, KvDtype, cell_bytes, kv_dtype
 from hkv.planner.engines.sglang.config_extras import SglangConfigExtras
+from hkv.planner.engines.sglang.dsv4_pools import Dsv4Pools
 from hkv.planner.engines.sglang.mamba_pool import GIB, MambaPool, mamba_pool
 from hkv.planner.engines.sglang.mamba_state import mamba_state, slots_per_request
 from hkv.planner.engines.sglang.minimax_sparse_pool import minimax_sparse_page_size
@@ -47,6 +49,7 @@ class SglangResolution:
     mamba: MambaPool | None
     running: RunningRequests
     kv_bytes: int  # the bytes the KV pools were sized from (after the state pool)
+    dsv4: Dsv4Pools | None = None  # DeepSeek-V4's pools (dsv4_resolution.py), else None
 
 
 def resolve_pools(spec: ModelSpec, args: SglangServerArgs, available_bytes: int, mem_fraction_static: float, *,
@@ -65,6 +68,10 @@ def resolve(spec: ModelSpec, args: SglangServerArgs, available_bytes: int, mem_f
     rules = for_sglang_version(args.version)
     model = sglang_model(spec, extras, disable_hybrid_swa_memory=args.disable_hybrid_swa_memory)
     _check_supported(model, args, rules)
+    if model.architecture in DSV4_ARCHITECTURES:
+        from hkv.planner.engines.sglang.dsv4_resolution import resolve_dsv4  # it builds on SglangResolution
+
+        return resolve_dsv4(spec, args, model, rules, available_bytes, mem_fraction_static)
     if args.speculative_algorithm is not None and args.max_running_requests is None:
         # arg_groups/speculative_hook.py: "Max running requests is reset to 48 for speculative decoding"
         args = replace(args, max_running_requests=SPECULATIVE_MAX_RUNNING_REQUESTS)

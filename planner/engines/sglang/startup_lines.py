@@ -20,6 +20,7 @@ capture), is not predicted and left out.
 
 from __future__ import annotations
 
+from hkv.planner.engines.sglang.dsv4_startup_lines import dsv4_start_up_lines
 from hkv.planner.engines.sglang.minimax_sparse_pool import index_pool_line
 from hkv.planner.engines.sglang.pool_resolution import SglangResolution
 
@@ -30,6 +31,8 @@ _TORCH_DTYPES = {1: "torch.float8_e4m3fn", 2: "torch.bfloat16", 4: "torch.float3
 
 def start_up_lines(res: SglangResolution, chunked_prefill_size: int) -> tuple[str, ...]:
     """The lines in the order SGLang prints them."""
+    if res.dsv4 is not None:
+        return dsv4_start_up_lines(res, chunked_prefill_size)
     pools = res.pools
     lines: list[str] = []
     if pools.swa_tokens is not None:

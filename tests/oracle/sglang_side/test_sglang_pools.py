@@ -93,10 +93,7 @@ NOT_COMPARABLE = {
 }
 # Served by SGLang and sized by its own pool configurators, refused by hkv (known gaps: a strict
 # xfail, so a model hkv learns to size makes the test fail until its line here goes).
-HKV_REFUSES = {
-    "deepseek-v4-flash": "DSV4PoolConfigurator's compressed c4/c128 pools and states "
-                         "(model_executor/pool_configurator.py) are not modeled",
-}
+HKV_REFUSES: dict[str, str] = {}
 # Single cases where hkv plans what SGLang refuses (strict xfail, as above).
 HKV_PLANS_REFUSED: dict[str, str] = {}
 
