@@ -244,7 +244,7 @@ def bad_inputs(model_dir, files, bad_models):
         (["--model", bad_models["nowhere"], "--prompt-file", text], 1, "not a directory"),
         (["--model", bad_models["unknown"], "--prompt-file", text], 1, "unsupported architecture"),
         (["--model", bad_models["recurrent"], "--prompt-file", text], 1,
-         "hkv run cannot run deepseek_v32 yet: its sparse attention's lightning indexer"),
+         "hkv run cannot run deepseek_v32 yet: its sparse attention keeps an index-key cache"),
         # layer 1's 13 tensors: 4 norms, q/k/v/o, q/k norms, gate/up/down
         (["--model", bad_models["missing_layer"], "--prompt-file", root / "ids.jsonl"], 1,
          "the checkpoint lacks 13 tensor(s) that Gemma3ForCausalLM needs: model.layers.1."),
