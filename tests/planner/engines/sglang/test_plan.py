@@ -55,7 +55,6 @@ def test_old_release_needs_a_fraction() -> None:
     ("olmo-hybrid-7b", "SGLang 0.5.23 does not serve OlmoHybridForCausalLM"),
     ("falcon-40b-instruct", "SGLang 0.5.23 does not serve FalconForCausalLM"),
     ("a.x-k1", "SGLang 0.5.23 does not serve AXK1ForCausalLM"),
-    ("deepseek-v4-flash", "DeepSeek-V4's compressed c4/c128 pools"),
     ("minicpm3-4b", "caches MiniCPM3ForCausalLM's MLA latent"),
 ])
 def test_refused_models(name: str, reason: str) -> None:
