@@ -83,8 +83,6 @@ CONFIG_FIXES = {"dbrx-instruct": (("ffn_config", "moe_normalize_expert_weights",
 NOT_COMPARABLE = {
     "gemma-3n-e4b": "the catalog keeps only Gemma3nTextConfig's defaults under text_config (no "
                     "architectures, no vision/audio configs), not the checkpoint's config.json",
-    "falcon-h1-7b": "the catalog is a partial reconstruction from a docs table; transformers' "
-                    "FalconH1Config rejects it (mamba_n_heads must divide the Mamba width)",
     "granite-4.0-h-small": "the catalog is a reconstruction with assumed layer types; SGLang's "
                            "GraniteMoeHybridConfig rejects it (mamba_d_head x mamba_n_heads != "
                            "mamba_intermediate_size)",
