@@ -92,6 +92,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
         source=source,
         vision_tower=vision_tower_of(config),
         num_experts_per_tok=moe_shape[0], moe_intermediate_size=moe_shape[1],
+        hf_config=config,
     )
 
 

@@ -56,6 +56,8 @@ class ModelSpec:
     moe_intermediate_size: int = 0  # one expert's intermediate size
     # The Qwen3-VL-style vision tower vLLM profiles on dummy images (model_specs/vision_tower.py); None otherwise.
     vision_tower: VisionTower | None = None
+    # config.json as read: other engines' sizing reads keys the spec does not keep (SGLang's extras).
+    hf_config: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def cache_specs(self, opts: CacheOptions, *,
                     engine_windows: bool = False) -> tuple[tuple[CacheLayer, LayerCacheSpec | None], ...]:

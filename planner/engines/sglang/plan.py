@@ -69,8 +69,11 @@ def plan_sglang(spec: ModelSpec, args: SglangServerArgs, *, gpu: str | None = DE
     """SGLang's plan on `gpu` (a GPU table name) or a card of `gpu_memory_bytes`.
 
     `free_before_load_bytes` / `weights_bytes`: what SGLang's baseline and loader measured, where
-    known (a start-up log prints both); otherwise hkv estimates them. Raises InvalidInputError for a
+    known (a start-up log prints both); otherwise hkv estimates them. `extras`: config.json values the
+    spec does not keep; read from `spec.hf_config` when not given. Raises InvalidInputError for a
     model SGLang does not serve and DoesNotFitError when SGLang would refuse to start."""
+    if extras is None and spec.hf_config is not None:  # the config the spec was read from
+        extras = SglangConfigExtras.from_hf_config(spec.hf_config)
     rules = for_sglang_version(args.version)
     model = sglang_model(spec, extras, disable_hybrid_swa_memory=args.disable_hybrid_swa_memory)
     card = get_gpu(gpu) if gpu is not None and gpu_memory_bytes is None else None

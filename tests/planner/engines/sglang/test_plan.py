@@ -3,6 +3,8 @@ pools, worked by hand, and the one-line refusals."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.budget_term import BudgetTerm
@@ -55,12 +57,20 @@ def test_old_release_needs_a_fraction() -> None:
     ("olmo-hybrid-7b", "SGLang 0.5.23 does not serve OlmoHybridForCausalLM"),
     ("falcon-40b-instruct", "SGLang 0.5.23 does not serve FalconForCausalLM"),
     ("a.x-k1", "SGLang 0.5.23 does not serve AXK1ForCausalLM"),
-    ("minicpm3-4b", "caches MiniCPM3ForCausalLM's MLA latent"),
 ])
 def test_refused_models(name: str, reason: str) -> None:
     with pytest.raises(InvalidInputError, match=reason) as raised:
         plan_sglang(load_model_spec(name), SglangServerArgs(tp_size=8), gpu="h200")
     assert "\n" not in str(raised.value)
+
+
+def test_minicpm3_plans_from_its_config_and_is_refused_without_it() -> None:
+    """SGLang caches MiniCPM3's MLA latent (kv_lora_rank + qk_rope_head_dim per token), which hkv's spec
+    pages per head as vLLM does: the latent widths come from the config the spec was read from."""
+    spec = load_model_spec("minicpm3-4b")
+    plan_sglang(spec, SglangServerArgs(tp_size=8), gpu="h200")
+    with pytest.raises(InvalidInputError, match="caches MiniCPM3ForCausalLM's MLA latent"):
+        plan_sglang(replace(spec, hf_config=None), SglangServerArgs(tp_size=8), gpu="h200")
 
 
 def test_context_longer_than_the_model() -> None:
