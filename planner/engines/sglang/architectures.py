@@ -74,6 +74,8 @@ MULTIMODAL_OFF_BY_DEFAULT = frozenset({
 DEFAULT_VISION_TOWER: dict[str, tuple[int, int]] = {
     "Qwen3_5ForConditionalGeneration": (24, 1152),
     "Qwen3_5MoeForConditionalGeneration": (24, 1152),
+    # Gemma3nVisionConfig (timm MobileNet-v5): hidden_size 2048 and no num_hidden_layers (SGLang reads 24).
+    "Gemma3nForConditionalGeneration": (24, 2048),
 }
 # Multimodal architectures that keep the breakable prefill CUDA graph (and its reserve); the
 # others lose it (arg_groups/cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible).
