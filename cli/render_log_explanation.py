@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from hkv.cli.render_log_budget import log_budget_to_dict, render_log_budget
-from hkv.planner.engines.vllm.log_explanation import LogCheck, LogExplanation
+from hkv.planner.engines.log_check import LogCheck
+from hkv.planner.engines.vllm.log_explanation import LogExplanation
 from hkv.planner.engines.vllm.log_reasons import gib_text
 from hkv.planner.plan_json import plan_to_dict
 from rich.console import Console

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.engines.logged_figure import GIB, LoggedFigure
 from hkv.planner.engines.vllm.log import read_vllm_log
 from hkv.planner.engines.vllm.log_accounting import CONSUMED, NOT_SUBTRACTED, SUBTRACTED, check_accounting
 from hkv.planner.engines.vllm.log_anomalies import detect_anomalies
 from hkv.planner.engines.vllm.log_budget_terms import blind_config_fields, compare_budget
-from hkv.planner.engines.vllm.logged_memory import GIB, LoggedFigure
 from hkv.planner.engines.vllm.memory_lines import read_logged_memory
 from hkv.planner.engines.vllm.rules import VllmRules
 

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hkv.planner.engines.vllm.logged_memory import LoggedFigure
+from hkv.planner.engines.logged_figure import LoggedFigure
 from hkv.planner.errors import InvalidInputError
 
 _NUM = r"(-?\d+(?:\.\d+)?)"

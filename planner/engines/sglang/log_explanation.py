@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.engines.log_check import LogCheck
 from hkv.planner.engines.sglang.budget import VLM_CACHE_MIB
 from hkv.planner.engines.sglang.log import SglangLog
 from hkv.planner.engines.sglang.log_size_checks import predicted_log, size_checks
@@ -30,7 +31,6 @@ from hkv.planner.engines.sglang.pool_resolution import resolve_pools
 from hkv.planner.engines.sglang.pools import SglangPools
 from hkv.planner.engines.sglang.rules import for_sglang_version
 from hkv.planner.engines.sglang.server_args import SglangServerArgs
-from hkv.planner.engines.vllm.log_explanation import LogCheck
 from hkv.planner.errors import DoesNotFitError, InvalidInputError
 from hkv.planner.sizes import format_gib
 

@@ -8,11 +8,11 @@ Pure: no I/O.
 from __future__ import annotations
 
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.engines.log_check import LogCheck
 from hkv.planner.engines.sglang.log import KvPoolLine, SglangLog, read_sglang_log
 from hkv.planner.engines.sglang.pool_resolution import resolve
 from hkv.planner.engines.sglang.server_args import SglangServerArgs
 from hkv.planner.engines.sglang.startup_lines import start_up_lines
-from hkv.planner.engines.vllm.log_explanation import LogCheck
 
 DEFAULT_CHUNKED_PREFILL_SIZE = 8192  # only the scheduler line prints it; no size depends on it
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hkv.planner.engines.vllm.logged_memory import GIB, LoggedFigure, LoggedMemory
+from hkv.planner.engines.logged_figure import GIB, LoggedFigure
+from hkv.planner.engines.vllm.logged_memory import LoggedMemory
 from hkv.planner.engines.vllm.rules import VllmRules
 
 NOT_SUBTRACTED = "graph estimate not subtracted"

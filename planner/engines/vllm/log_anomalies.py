@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from hkv.planner.engines.vllm.log import VllmLog
 from hkv.planner.engines.vllm.log_accounting import AccountingCheck
 from hkv.planner.engines.vllm.log_budget_terms import BudgetComparison, unified_memory_device
-from hkv.planner.engines.vllm.logged_memory import GIB, LoggedMemory
+from hkv.planner.engines.logged_figure import GIB
+from hkv.planner.engines.vllm.logged_memory import LoggedMemory
 
 IN_USE_THRESHOLD_BYTES = GIB  # CUDA context and allocator slack stay below this on one GPU
 

@@ -29,10 +29,11 @@ from hkv.planner.budget.memory_budget import MemoryBudget, compute_memory_budget
 from hkv.planner.budget.model_runner import uses_v2_runner
 from hkv.planner.budget.profile import has_state
 from hkv.planner.budget.quantization.dispatch import ONLINE
+from hkv.planner.engines.logged_figure import LoggedFigure
 from hkv.planner.engines.vllm.log import VllmLog
 from hkv.planner.engines.vllm.log_accounting import AccountingCheck, check_accounting
 from hkv.planner.engines.vllm.log_inputs import log_plan_fields
-from hkv.planner.engines.vllm.logged_memory import LoggedFigure, LoggedMemory
+from hkv.planner.engines.vllm.logged_memory import LoggedMemory
 from hkv.planner.engines.vllm.logged_value import LoggedValue
 from hkv.planner.engines.vllm.rules import VllmRules
 from hkv.planner.errors import PlanError

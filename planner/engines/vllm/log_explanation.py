@@ -25,6 +25,7 @@ from typing import Any
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.layer_desc import AttentionDesc
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.engines.log_check import LogCheck
 from hkv.planner.engines.vllm.log import VllmLog
 from hkv.planner.engines.vllm.log_anomalies import Anomaly, detect_anomalies
 from hkv.planner.engines.vllm.log_budget_terms import BudgetComparison, compare_budget
@@ -42,14 +43,6 @@ _PADDING_NOTE = re.compile(r"Add (\d+) padding layers, may waste at most ([\d.]+
 _MAMBA_NOTE = re.compile(r"Padding mamba page size by ([\d.]+)%")
 _BLOCK_NOTE = re.compile(r"Setting attention block size to (\d+) tokens")
 _HYBRID_CHECK = "hybrid KV cache manager"
-
-
-@dataclass(frozen=True)
-class LogCheck:
-    name: str
-    logged: str
-    reproduced: str
-    ok: bool
 
 
 @dataclass(frozen=True)

@@ -22,36 +22,11 @@ In both V1 formats G is the graph pool captured after the KV cache was sized, no
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Literal
 
-GIB = 2**30
+from hkv.planner.engines.logged_figure import LoggedFigure
+
 UsageFormat = Literal["v0", "split", "consumed"]
-
-
-@dataclass(frozen=True)
-class LoggedFigure:
-    """One printed number: `text` as printed, in `unit` ("GiB" or "bytes")."""
-
-    text: str
-    unit: Literal["GiB", "bytes"] = "GiB"
-
-    @property
-    def bytes(self) -> int:
-        value = Decimal(self.text)
-        return int(value if self.unit == "bytes" else value * GIB)
-
-    @property
-    def half_unit_bytes(self) -> int:
-        """Half of the last printed digit, in bytes: how far the printed value may be from the real one."""
-        if self.unit == "bytes":
-            return 0
-        decimals = max(0, -Decimal(self.text).as_tuple().exponent)
-        return int(Decimal(GIB) / 2 / Decimal(10) ** decimals)
-
-    @property
-    def interval(self) -> tuple[int, int]:
-        return self.bytes - self.half_unit_bytes, self.bytes + self.half_unit_bytes
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hkv.planner.engines.vllm.logged_memory import LoggedFigure
+from hkv.planner.engines.logged_figure import LoggedFigure
 
 
 @dataclass(frozen=True)

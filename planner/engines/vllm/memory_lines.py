@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hkv.planner.engines.vllm.logged_memory import LoggedFigure, LoggedMemory
+from hkv.planner.engines.logged_figure import LoggedFigure
+from hkv.planner.engines.vllm.logged_memory import LoggedMemory
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
 _GIB = r"\s?GiB"
