@@ -106,8 +106,10 @@ def cell_bytes(model: SglangModel, tp: int, dtype: KvDtype) -> CellBytes:
         # An MLA sliding layer keeps the same latent (swa_kv_lora_rank = kv_lora_rank).
         swa_per_layer = full_per_layer if model.is_mla else model.swa.bytes_per_token(tp, dtype.element_bytes)
     index_bytes = dtype.sparse_index_bytes if model.sparse_indexer else 1  # DSA's keys are uint8
+    # MiniMax-M3: a sparse layer that keeps its index value stores a second buffer of the key's size.
+    index_buffers = model.indexer_layers + (model.extras.sparse_index_value_layers if model.sparse_indexer else 0)
     return CellBytes(full_per_layer, model.full_layers, swa_per_layer, model.swa_layers,
-                     model.indexer_layers * model.indexer_elements * index_bytes)
+                     index_buffers * model.indexer_elements * index_bytes)
 
 
 def _mla_bytes(model: SglangModel, mla_dim: int, dtype: KvDtype) -> int:

@@ -21,7 +21,7 @@ capture), is not predicted and left out.
 from __future__ import annotations
 
 from hkv.planner.engines.sglang.dsv4_startup_lines import dsv4_start_up_lines
-from hkv.planner.engines.sglang.minimax_sparse_pool import index_pool_line
+from hkv.planner.engines.sglang.minimax_sparse_pool import index_pool_lines
 from hkv.planner.engines.sglang.pool_resolution import SglangResolution
 
 GIB = 1 << 30
@@ -92,9 +92,10 @@ def _k_v_bytes(res: SglangResolution, rows: int, *, swa: bool) -> tuple[int, int
 
 
 def _index_lines(res: SglangResolution) -> list[str]:
-    """MiniMax-M3's index-key pool, printed after its main pool (minimax_sparse_pool.py)."""
+    """MiniMax-M3's index sub-pools, printed after its main pool (minimax_sparse_pool.py)."""
     model, pools = res.model, res.pools
     if not model.sparse_indexer or model.indexer_layers == 0:
         return []
-    return [index_pool_line(pools.max_total_num_tokens, pools.page_size, model.indexer_layers,
-                            model.indexer_elements, res.kv_dtype.sparse_index_bytes)]
+    return index_pool_lines(pools.max_total_num_tokens, pools.page_size, model.indexer_layers,
+                            model.extras.sparse_index_value_layers, model.indexer_elements,
+                            res.kv_dtype.sparse_index_bytes)

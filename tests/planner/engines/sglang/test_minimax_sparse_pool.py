@@ -9,15 +9,27 @@ byte: 61,440 + 7,296 = 68,736 B. TP 8: one KV head a rank, the index head unspli
 
 from __future__ import annotations
 
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
+from hkv.model_specs.from_hf_config import from_hf_config
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.engines.sglang.minimax_sparse_pool import index_pool_line, minimax_sparse_page_size
+from hkv.planner.engines.sglang.config_extras import SglangConfigExtras
+from hkv.planner.engines.sglang.minimax_sparse_pool import (
+    index_pool_lines,
+    index_value_layers,
+    minimax_sparse_page_size,
+)
 from hkv.planner.engines.sglang.pool_resolution import resolve
 from hkv.planner.engines.sglang.server_args import SglangServerArgs
 from hkv.planner.engines.sglang.startup_lines import start_up_lines
 
 REST_BYTES = 53_327_649_833  # an H100 rest SGLang's own code profiled for MiniMax-M3 (80 % free)
 MFS = 0.83
+CATALOG = Path(__file__).resolve().parents[4] / "model_specs" / "catalog" / "minimax-m3.json"
 
 
 @pytest.mark.parametrize(("capability", "page"), [((9, 0), 128), ((10, 0), 128), ((10, 3), 128),
@@ -61,5 +73,48 @@ def test_start_up_lines_name_the_index_pool() -> None:
 
 def test_index_pool_line_fp8() -> None:
     # FP8 E4M3 on Hopper, 775,808 tokens: 57 x 775,936 rows x 128 x 1 B = 5,661,229,056 B = 5.27 GiB
-    assert index_pool_line(775_808, 128, 57, 128, 1) == (
-        "KV Cache is allocated. dtype: torch.float8_e4m3fn, #tokens: 775808, K size: 5.27 GB, V size: 0.00 GB")
+    assert index_pool_lines(775_808, 128, 57, 0, 128, 1) == [(
+        "KV Cache is allocated. dtype: torch.float8_e4m3fn, #tokens: 775808, K size: 5.27 GB, V size: 0.00 GB")]
+
+
+def _catalog_config() -> dict[str, Any]:
+    return {k: v for k, v in json.loads(CATALOG.read_text()).items() if not k.startswith("_")}
+
+
+def _without_disable_list() -> dict[str, Any]:
+    config = copy.deepcopy(_catalog_config())
+    del config["text_config"]["sparse_attention_config"]["sparse_disable_index_value"]
+    return config
+
+
+def _even_layers_keep_value() -> dict[str, Any]:
+    config = copy.deepcopy(_catalog_config())
+    sparse = config["text_config"]["sparse_attention_config"]
+    sparse["sparse_disable_index_value"] = [1 if i % 2 else 0 for i in range(60)]
+    return config
+
+
+@pytest.mark.parametrize(("config", "layers"), [
+    (_catalog_config(), 0),  # the published M3: every sparse layer disables its index value
+    (_without_disable_list(), 57),  # no list: SGLang disables none of the 57 sparse layers (3..59)
+    (_even_layers_keep_value(), 28),  # flag 0 on even layers: 4, 6, ..., 58 of the sparse 3..59
+    ({"model_type": "llama"}, 0),  # no sparse_attention_config at all
+])
+def test_index_value_layers(config: dict[str, Any], layers: int) -> None:
+    assert index_value_layers(config) == layers
+
+
+def test_index_values_double_the_index_cell() -> None:
+    # No disable list: 57 sparse layers x (key + value) x 128 x 2 B = 29,184 B; cell 122,880 + 29,184 = 152,064 B
+    # (SGLang's own code sized this config with the same cell). 53,327,649,833 // 152,064 = 350,692 -> page-floored
+    # 2,739 x 128 = 350,592; rows 350,720. Main pool 4 x 60 x 350,720 x 128 x 2 B = 20.07 GiB for K and for V; index
+    # keys and values 57 x 350,720 x 128 x 2 B = 4.77 GiB each.
+    config = _without_disable_list()
+    res = resolve(from_hf_config(config, "minimax-m3-index-values"), SglangServerArgs(), REST_BYTES, MFS,
+                  extras=SglangConfigExtras.from_hf_config(config), compute_capability=(9, 0))
+    assert res.cell.full == 152_064
+    assert res.pools.max_total_num_tokens == 350_592
+    assert start_up_lines(res, 8192)[:2] == (
+        "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 350592, K size: 20.07 GB, V size: 20.07 GB",
+        "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 350592, K size: 4.77 GB, V size: 4.77 GB",
+    )
