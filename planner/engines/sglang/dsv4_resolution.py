@@ -28,8 +28,6 @@ DSV4_SWA_FULL_TOKENS_RATIO = 0.1
 DSV4_MAX_RUNNING_REQUESTS = 256
 DSV4_MODELED_FROM = (0, 5, 23)
 _KV_DTYPE_BYTES = {"auto": 1, "fp8_e4m3": 1, "bfloat16": 2}  # "auto" resolves to fp8_e4m3
-# SglangServerArgs' default ratio: SGLang's own default is None, which the override reads as "not given".
-_DEFAULT_SWA_FULL_TOKENS_RATIO = SglangServerArgs().swa_full_tokens_ratio
 
 
 def resolve_dsv4(spec: ModelSpec, args: SglangServerArgs, model: SglangModel, rules: SglangRules,
@@ -48,9 +46,8 @@ def resolve_dsv4(spec: ModelSpec, args: SglangServerArgs, model: SglangModel, ru
         raise InvalidInputError(f"kv_cache_dtype: SGLang serves DeepSeek-V4 with fp8_e4m3 or bfloat16, got "
                                 f"{args.kv_cache_dtype!r}", fields=("kv_cache_dtype",))
     context_len = _context_len(spec, model, args)
-    ratio = args.swa_full_tokens_ratio
-    if ratio == _DEFAULT_SWA_FULL_TOKENS_RATIO:
-        ratio = DSV4_SWA_FULL_TOKENS_RATIO
+    # SGLang's own default is None, which its DeepSeek-V4 override reads as "not given".
+    ratio = DSV4_SWA_FULL_TOKENS_RATIO if args.swa_full_tokens_ratio is None else args.swa_full_tokens_ratio
     requested = args.max_running_requests if args.max_running_requests is not None else DSV4_MAX_RUNNING_REQUESTS
     sizer = Dsv4Sizer(dsv4_model(spec), DSV4_PAGE_SIZE, ratio, max(1, requested))
     from_budget = sizer.sizes(sizer.full_tokens(available_bytes))

@@ -135,7 +135,7 @@ def _assumed_defaults(log: SglangLog, given: Mapping[str, Any], args: SglangServ
         page = "the model's" if pools is None else str(pools.page_size)
         lines.append(f"page_size = SGLang's default for the model ({page})")
     if "swa_full_tokens_ratio" in unsaid and (pools is None or pools.swa_tokens is not None):
-        lines.append(f"swa_full_tokens_ratio = SGLang's default ({args.swa_full_tokens_ratio})")
+        lines.append("swa_full_tokens_ratio = SGLang's default for the model (0.8; DeepSeek-V4 0.1)")
     if "mamba_full_memory_ratio" in unsaid and (pools is None or pools.max_mamba_cache_size is not None):
         lines.append(f"mamba_full_memory_ratio = SGLang's default ({args.mamba_full_memory_ratio})")
     if args.mem_fraction_static is None:

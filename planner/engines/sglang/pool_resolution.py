@@ -159,7 +159,7 @@ def _token_pools(model: SglangModel, args: SglangServerArgs, rules: SglangRules,
             and chunked_prefill_size > 0 and model.sliding_window is not None and cell.full_layers > 0):
         cap_tokens = swa_request_cap_tokens(model.sliding_window, page_size, args.max_running_requests,
                                             chunked_prefill_size)
-    split = SwaSplit(args.swa_full_tokens_ratio, rules.swa_ratio_cell,
+    split = SwaSplit(args.swa_ratio_or_default, rules.swa_ratio_cell,
                      model.sliding_window if rules.swa_admission_floor else None, cap_tokens)
     if user_cap is not None and not rules.swa_ratio_cell:
         # Before 0.5.11 the user's cap bounded the undivided tokens, which were then split.

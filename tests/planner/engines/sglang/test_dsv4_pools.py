@@ -121,6 +121,15 @@ def test_a_given_ratio_replaces_the_override(spec: ModelSpec) -> None:
     assert (res.pools.max_total_num_tokens, res.pools.swa_tokens) == (1_527_296, 763_648)
 
 
+def test_an_explicit_0_8_is_not_read_as_the_default(spec: ModelSpec) -> None:
+    # 0.8 x 31,875 + 3,764.25 + 135 = 29,399.25 B a full token;
+    # 30,298,283,704 / 29,399.25 = 1,030,580.2 -> 4,025 pages of 256 = 1,030,400; sliding 0.8 x 1,030,400
+    # = 824,320 = 3,220 pages.
+    res = resolve(spec, SglangServerArgs(swa_full_tokens_ratio=0.8), REST_H100_55, MFS)
+    assert res.dsv4 is not None and res.dsv4.sizer.swa_ratio == 0.8
+    assert (res.pools.max_total_num_tokens, res.pools.swa_tokens) == (1_030_400, 824_320)
+
+
 @pytest.mark.parametrize("args", [SglangServerArgs(page_size=64), SglangServerArgs(kv_cache_dtype="bfloat16"),
                                   SglangServerArgs(disable_radix_cache=True)])
 def test_arguments_that_change_nothing(spec: ModelSpec, args: SglangServerArgs) -> None:
