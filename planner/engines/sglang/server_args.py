@@ -24,7 +24,7 @@ class SglangServerArgs:
     chunked_prefill_size: int | None = None
     cuda_graph_max_bs: int | None = None
     mem_fraction_static: float | None = None
-    page_size: int | None = None  # None: SGLang's default (1 on CUDA; 64 for DSA models)
+    page_size: int | None = None  # None: SGLang's default (1 on CUDA; 64 for DSA models; MiniMax-M3 128 on sm90/sm100; DeepSeek-V4 256)
     swa_full_tokens_ratio: float | None = None  # None: SGLang's default for the model (see above)
     mamba_full_memory_ratio: float = 0.9
     max_running_requests: int | None = None
