@@ -28,10 +28,12 @@ def test_lookup(query: str, expected: str) -> None:
 # The 34 configs shipped before issue 25, then its 12: DeepSeek-V3.2, GLM-5, GLM-5.2, DeepSeek-V4-Flash
 # (sparse / compressed attention), MiniCPM3-4B, Sarvam-105B, A.X K1, OLMo-hybrid-7B (latent attention,
 # gated delta-net), Falcon-40B-Instruct, DBRX-Instruct, StarCoder, StarCoder2-15B (classic dense),
-# Gemma-4-26B-A4B (sliding + full MoE).
+# Gemma-4-26B-A4B (sliding + full MoE), MiniMax-M3, LFM2.5-1.2B-Instruct / 2.6B / 8B-A1B (short conv + full),
+# Qwen3.8-27B (gated delta net + full).
 ISSUE_25_ENTRIES = {"deepseek-v3.2", "glm-5", "glm-5.2", "deepseek-v4-flash", "minicpm3-4b", "sarvam-105b",
                     "a.x-k1", "olmo-hybrid-7b", "falcon-40b-instruct", "dbrx-instruct", "starcoder",
-                    "starcoder2-15b", "gemma-4-26b-a4b", "minimax-m3"}
+                    "starcoder2-15b", "gemma-4-26b-a4b", "minimax-m3", "lfm2.5-1.2b-instruct", "lfm2.5-2.6b",
+                    "lfm2.5-8b-a1b", "qwen3.8-27b"}
 
 
 def test_catalog_ships_every_config() -> None:

@@ -88,6 +88,16 @@ CASES = {
     "lfm2-8b-a1b": ({"short_conv": 18, "full": 6}, {2: FULL, 21: FULL, 22: "short_conv"}, None),
     # Qwen3.5-27B: 64 layers, every 4th full -> 16 full, 48 gated delta net.
     "qwen3.5-27b": ({"gdn": 48, "full": 16}, {0: "gdn", 3: FULL, 62: "gdn", 63: FULL}, None),
+    # LFM2.5-1.2B-Instruct: LFM2-1.2B's layer_types (attention at 2, 5, 8, 10, 12, 14).
+    "lfm2.5-1.2b-instruct": ({"short_conv": 10, "full": 6}, {0: "short_conv", 2: FULL, 14: FULL, 15: "short_conv"},
+                             None),
+    # LFM2.5-2.6B: 30 layers, attention at 2, 5, 9, 13, 17, 21, 24, 27; 22 short conv.
+    "lfm2.5-2.6b": ({"short_conv": 22, "full": 8}, {2: FULL, 9: FULL, 27: FULL, 28: "short_conv", 29: "short_conv"},
+                    None),
+    # LFM2.5-8B-A1B: LFM2-8B-A1B's layer_types (attention at 2, 6, 10, 14, 18, 21).
+    "lfm2.5-8b-a1b": ({"short_conv": 18, "full": 6}, {2: FULL, 21: FULL, 22: "short_conv"}, None),
+    # Qwen3.8-27B: Qwen3.5-27B's text geometry, every 4th of 64 layers full.
+    "qwen3.8-27b": ({"gdn": 48, "full": 16}, {0: "gdn", 3: FULL, 62: "gdn", 63: FULL}, None),
     # Classic families: full attention on every layer (Falcon 60, DBRX 40, GPT-BigCode 40); StarCoder2's one
     # sliding_window 4096 (below its 16,384 positions) applies to all 40 layers.
     "falcon-40b-instruct": ({"full": 60}, {0: FULL, 59: FULL}, None),
