@@ -193,7 +193,7 @@ def test_models_and_gpus():
     models = run("models", "--format", "json")
     assert models.exit_code == 0, models.stderr
     names = {m["name"] for m in json.loads(models.stdout)["models"]}
-    assert len(names) == 48 and "gemma-3-27b-it" in names and "deepseek-v4-flash" in names  # 34 + issue 25's 14
+    assert len(names) == 52 and "gemma-3-27b-it" in names and "qwen3.8-27b" in names  # 34 + issue 25's 18
     gpus = json.loads(run("gpus", "--format", "json").stdout)["gpus"]
     assert {"h100", "h200", "b200", "mi300x", "l4", "rtx5090"} <= {g["name"] for g in gpus}
 
