@@ -16,7 +16,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from hkv.planner.engines.sglang.plan import SglangPlan
@@ -39,12 +39,7 @@ class EngineSummary:
     logged_capacity: tuple[str, ...]  # the capacity line(s) the engine prints, as hkv predicts them
 
     def to_json(self) -> dict[str, Any]:
-        return {"engine": self.engine, "version": self.version, "fits": self.fits,
-                "available_kv_bytes": self.available_kv_bytes, "max_model_len": self.max_model_len,
-                "kv_cache_tokens": self.kv_cache_tokens, "swa_tokens": self.swa_tokens,
-                "state_slots": self.state_slots, "max_running_requests": self.max_running_requests,
-                "fit_at_once": self.fit_at_once, "sustained_concurrency": self.sustained_concurrency,
-                "logged_capacity": list(self.logged_capacity)}
+        return {**asdict(self), "logged_capacity": list(self.logged_capacity)}
 
 
 def vllm_summary(plan: Plan) -> EngineSummary:
@@ -72,8 +67,7 @@ def sglang_summary(planned: SglangPlan) -> EngineSummary:
         available_kv_bytes=pools.available_bytes, max_model_len=pools.context_len,
         kv_cache_tokens=pools.max_total_num_tokens, swa_tokens=pools.swa_tokens,
         state_slots=pools.max_mamba_cache_size, max_running_requests=pools.max_running_requests,
-        fit_at_once=None if pools.swa_tokens is not None else min(
-            pools.max_running_requests, pools.max_total_num_tokens // pools.context_len),
+        fit_at_once=None if pools.swa_tokens is not None else planned.max_length_requests,
         sustained_concurrency=None, logged_capacity=planned.start_up_lines())
 
 

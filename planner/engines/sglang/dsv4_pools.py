@@ -23,7 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hkv.planner.engines.sglang.dsv4_model import C4_RATIO, C128_RATIO, NO_COMPRESSION, Dsv4Model
+from hkv.planner.engines.sglang.token_pools import page_floor
 from hkv.planner.errors import DoesNotFitError
+from hkv.planner.layout import cdiv
 
 V4_BYTES_PER_SLOT = 584  # KVLayout.V4: 448 fp8 nope + 64 bf16 rope + 7 ue8m0 scales + 1 pad
 V4_PAGE_ALIGN = 576  # KVLayout.V4.page_align: the reader's TMA row stride
@@ -36,7 +38,7 @@ INDEXER_SCALE_BYTES = 4
 
 def v4_page_bytes(slots: int) -> int:
     """Bytes of one V4-layout page of `slots` latent slots (padded to the TMA row stride)."""
-    return -(-slots * V4_BYTES_PER_SLOT // V4_PAGE_ALIGN) * V4_PAGE_ALIGN
+    return cdiv(slots * V4_BYTES_PER_SLOT, V4_PAGE_ALIGN) * V4_PAGE_ALIGN
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ class Dsv4Sizer:
             return 0
         ring = STATE_RING_ROWS[C128_RATIO]
         rows = (self.max_running_requests + 1) * ring + ring + 1
-        rows = -(-rows // C128_STATE_ROW_ALIGN) * C128_STATE_ROW_ALIGN
+        rows = cdiv(rows, C128_STATE_ROW_ALIGN) * C128_STATE_ROW_ALIGN
         return rows * 2 * self.model.head_dim * STATE_DTYPE_BYTES * layers
 
     def full_tokens(self, available_bytes: int) -> int:
@@ -110,7 +112,7 @@ class Dsv4Sizer:
         low-ratio padding pages)."""
         for_tokens = max(available_bytes - self.c128_state_fixed_bytes, 0)
         per_token = self.bytes_per_full_token
-        full = int(for_tokens / per_token) // self.page_size * self.page_size
+        full = page_floor(int(for_tokens / per_token), self.page_size)
         while full > 0 and full * per_token > for_tokens:
             full -= self.page_size
         return full
@@ -118,8 +120,8 @@ class Dsv4Sizer:
     def sizes(self, full_tokens: int) -> Dsv4PoolSizes:
         """_compute_dsv4_sizes; DoesNotFitError where SGLang refuses the sliding pool."""
         page = self.page_size
-        full = full_tokens // page * page
-        swa = int(full * self.swa_ratio) // page * page
+        full = page_floor(full_tokens, page)
+        swa = page_floor(int(full * self.swa_ratio), page)
         if self.model.sliding_window + page >= swa:
             raise DoesNotFitError(
                 f"SGLang's DeepSeek-V4 sliding pool ({swa:,} tokens) cannot hold one request (window "

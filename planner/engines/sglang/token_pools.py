@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from hkv.planner.engines.sglang.cell_bytes import CellBytes
 from hkv.planner.errors import DoesNotFitError
+from hkv.planner.layout import cdiv
 
 SWA_EVICTION_INTERVAL = 128  # SGLANG_SWA_EVICTION_INTERVAL's default
 
@@ -52,7 +53,7 @@ def one_pool(kv_bytes: int, cell: CellBytes, page_size: int, zero_cell_tokens: i
 def hybrid_swa_pools(kv_bytes: int, cell: CellBytes, page_size: int, split: SwaSplit) -> TokenPools:
     """The full and sliding pools of a hybrid SWA model from `kv_bytes`."""
     if split.request_cap_tokens is not None:
-        swa = -(-split.request_cap_tokens // page_size) * page_size
+        swa = cdiv(split.request_cap_tokens, page_size) * page_size
         full = page_floor(int((kv_bytes - swa * cell.swa) // cell.full), page_size)
         if full <= 0:
             raise DoesNotFitError(
