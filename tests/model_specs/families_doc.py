@@ -12,21 +12,17 @@ from __future__ import annotations
 import re
 import sys
 import tempfile
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from test_family_coverage import FAMILIES, NO_DEFAULT_CONFIG, PLANS  # noqa: E402
-from transformers import AutoConfig  # noqa: E402
-from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
 
 from hkv.model_specs.cache_spec import CacheKind, CacheRole  # noqa: E402
 from hkv.model_specs.layer_desc import AttentionDesc, RecurrentDesc  # noqa: E402
 from hkv.model_specs.resolve import load_model_spec  # noqa: E402
 from hkv.planner.plan import plan  # noqa: E402
 from hkv.planner.plan_config import PlanConfig  # noqa: E402
+from test_family_coverage import FAMILIES, NO_DEFAULT_CONFIG, PLANS, save_default_config  # noqa: E402
 
 ATTENTION_NAMES = {CacheKind.FULL: "full", CacheKind.SLIDING: "sliding window", CacheKind.CHUNKED: "chunked local"}
 SECTION_PLANNED = "## Planned, by cache kinds"
@@ -49,11 +45,8 @@ def layer_label(layer: object) -> str:
 
 def cache_kinds(model_type: str) -> str:
     """The kinds of the family's default config, e.g. 'full + sliding window'; a refusal raises."""
-    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        config = AutoConfig.for_model(model_type)
-        config.architectures = [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]]
-        config.save_pretrained(folder)
+    with tempfile.TemporaryDirectory() as folder:
+        save_default_config(model_type, folder)
         spec = load_model_spec(folder)
         plan(spec, PlanConfig(gpu="h100"))
     labels = {layer_label(layer) for layer in spec.cache_layers}

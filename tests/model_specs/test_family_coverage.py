@@ -11,6 +11,7 @@ transformers model (TypeError) and vLLM's Lfm2MoeForCausalLM index per layer.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pytest
 from hkv.model_specs.resolve import load_model_spec
@@ -228,6 +229,16 @@ FAMILIES: dict[str, tuple[bool, str]] = {
 SERVED_BUT_REFUSED = {"lfm2_moe": "default config without layer_types: its own transformers model fails too"}
 
 
+def save_default_config(model_type: str, folder: Path | str) -> None:
+    """The family's default config.json, with its causal-LM architecture, in `folder`; raises
+    whatever transformers raises when it cannot build the config."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = AutoConfig.for_model(model_type)
+        config.architectures = [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]]
+        config.save_pretrained(folder)
+
+
 def test_the_table_covers_every_family() -> None:
     known = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     assert known - set(FAMILIES) == set(), "new transformers families: say in FAMILIES what hkv does with them"
@@ -243,16 +254,12 @@ def test_every_family_vllm_serves_plans_unless_listed() -> None:
 @pytest.mark.parametrize("model_type", sorted(FAMILIES))
 def test_family_plans_or_is_refused_for_its_reason(model_type: str, tmp_path) -> None:
     _, outcome = FAMILIES[model_type]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            config = AutoConfig.for_model(model_type)
-        except Exception:  # noqa: BLE001 - any failure of transformers itself
-            assert outcome == NO_DEFAULT_CONFIG, f"{model_type}: transformers could not build its default config"
-            return
-        assert outcome != NO_DEFAULT_CONFIG, f"{model_type}: transformers now builds its default config"
-        config.architectures = [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]]
-        config.save_pretrained(tmp_path)
+    try:
+        save_default_config(model_type, tmp_path)
+    except Exception:  # noqa: BLE001 - any failure of transformers itself
+        assert outcome == NO_DEFAULT_CONFIG, f"{model_type}: transformers could not build its default config"
+        return
+    assert outcome != NO_DEFAULT_CONFIG, f"{model_type}: transformers now builds its default config"
     if outcome == PLANS:
         result = plan(load_model_spec(str(tmp_path)), PlanConfig(gpu="h100"))
         assert result.reports, f"{model_type}: no layout"
