@@ -16,9 +16,9 @@ import struct
 from dataclasses import dataclass
 
 from hkv.planner.budget.budget_term import BudgetTerm
+from hkv.planner.budget.gpu_table import GIB
 from hkv.planner.budget.non_torch import COMM_BYTES_PER_TP_DOUBLING
 
-GIB = 1 << 30
 # The CUDA context and allocator state SGLang's baseline already misses on a data-center GPU (an
 # estimate: torch's free memory right after CUDA initialization on H100/H200 is 0.4-0.6 GiB below
 # the total); the band below covers that range.

@@ -26,6 +26,7 @@ from hkv.planner.engines.sglang.dsv4_model import C4_RATIO, C128_RATIO, NO_COMPR
 from hkv.planner.engines.sglang.token_pools import page_floor
 from hkv.planner.errors import DoesNotFitError
 from hkv.planner.layout import cdiv
+from hkv.planner.sizes import format_gib
 
 V4_BYTES_PER_SLOT = 584  # KVLayout.V4: 448 fp8 nope + 64 bf16 rope + 7 ue8m0 scales + 1 pad
 V4_PAGE_ALIGN = 576  # KVLayout.V4.page_align: the reader's TMA row stride
@@ -127,7 +128,7 @@ class Dsv4Sizer:
                 f"SGLang's DeepSeek-V4 sliding pool ({swa:,} tokens) cannot hold one request (window "
                 f"{self.model.sliding_window} + page {page}); raise --mem-fraction-static or "
                 f"--swa-full-tokens-ratio, or lower --max-running-requests (its c128 states take "
-                f"{self.c128_state_fixed_bytes / 2**30:.2f} GiB)",
+                f"{format_gib(self.c128_state_fixed_bytes)})",
                 fields=("mem_fraction_static", "swa_full_tokens_ratio", "max_running_requests"))
         c4_state = swa // page * (STATE_RING_ROWS[C4_RATIO] if self.model.layers_of(C4_RATIO) else 0)
         return Dsv4PoolSizes(full, swa, full // C4_RATIO, full // C128_RATIO, c4_state)

@@ -17,10 +17,10 @@
 
 from __future__ import annotations
 
+from hkv.planner.budget.gpu_table import GIB
 from hkv.planner.engines.sglang.dsv4_pools import Dsv4Pools, Dsv4PoolSizes
 from hkv.planner.engines.sglang.pool_resolution import SglangResolution
 
-GIB = 1 << 30
 DEFAULT_MAX_PREFILL_TOKENS = 16384  # --max-prefill-tokens
 C4_LOGICAL_PER_C128 = 32  # DeepSeekV4TokenToKVPool: c4_logical_size = c128_size * 32
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hkv.planner.budget.gpu_table import GIB
 from hkv.planner.engines.sglang.mamba_state import MambaState
 from hkv.planner.engines.sglang.rules import SglangRules
 from hkv.planner.engines.sglang.server_args import SglangServerArgs
 from hkv.planner.errors import DoesNotFitError, InvalidInputError
-
-GIB = 1 << 30
 
 
 @dataclass(frozen=True)

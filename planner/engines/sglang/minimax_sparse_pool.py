@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hkv.planner.budget.gpu_table import GIB
+
 MINIMAX_SPARSE_PAGE_SIZE = 128  # fa3 / fa4 / trtllm_mha, the sparse block size MSA reads
 PAGE_128_MAJORS = frozenset({9, 10})  # get_platform().is_sm90 / is_sm100: compute capability majors
 DEFAULT_PAGE_SIZE = 1  # SGLang's CUDA default where no override applies
-GIB = 1 << 30
 _TORCH_DTYPES = {1: "torch.float8_e4m3fn", 2: "torch.bfloat16", 4: "torch.float32"}
 
 

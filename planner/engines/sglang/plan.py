@@ -21,6 +21,7 @@ from hkv.planner.engines.sglang.server_args import SglangServerArgs
 from hkv.planner.engines.sglang.startup_lines import start_up_lines
 from hkv.planner.errors import DoesNotFitError, InvalidInputError
 from hkv.planner.plan_config import DEFAULT_GPU, PlanConfig
+from hkv.planner.sizes import format_gib
 
 
 @dataclass(frozen=True)
@@ -98,14 +99,14 @@ def plan_sglang(spec: ModelSpec, args: SglangServerArgs, *, gpu: str | None = DE
         notes.append(f"weights: hkv's estimate of the loaded weights ({weights.note}), as vLLM loads them")
     if free_before_load_bytes is None:
         free_before_load_bytes = cuda_total - baseline_overhead_bytes(args.tp_size)
-        notes.append(f"free memory before loading: the card's {cuda_total / 2**30:.2f} GiB less an estimated "
-                     f"{baseline_overhead_bytes(args.tp_size) / 2**30:.2f} GiB CUDA context"
+        notes.append(f"free memory before loading: the card's {format_gib(cuda_total)} less an estimated "
+                     f"{format_gib(baseline_overhead_bytes(args.tp_size))} CUDA context"
                      + (" and NCCL buffers" if args.tp_size > 1 else ""))
     reservation = VLM_CACHE_MIB if model.is_multimodal and rules.multimodal_reservation else 0
     budget = SglangBudget(free_before_load_bytes, weights, mfs, reservation, args.tp_size * args.pp_size)
     if budget.available_bytes <= 0:
         raise DoesNotFitError(
-            f"SGLang: the weights ({weights.bytes / 2**30:.2f} GiB a rank) leave no memory for the KV cache at "
+            f"SGLang: the weights ({format_gib(weights.bytes)} a rank) leave no memory for the KV cache at "
             f"mem_fraction_static {mfs}; it needs at least {budget.minimum_mem_fraction_static:.3f}, or more GPUs",
             fields=("mem_fraction_static", "tp"))
     resolution = resolve(spec, args, budget.available_bytes, mfs, extras=extras, compute_capability=capability,

@@ -20,11 +20,11 @@ capture), is not predicted and left out.
 
 from __future__ import annotations
 
+from hkv.planner.budget.gpu_table import GIB
 from hkv.planner.engines.sglang.dsv4_startup_lines import dsv4_start_up_lines
 from hkv.planner.engines.sglang.minimax_sparse_pool import index_pool_lines
 from hkv.planner.engines.sglang.pool_resolution import SglangResolution
 
-GIB = 1 << 30
 DEFAULT_MAX_PREFILL_TOKENS = 16384  # --max-prefill-tokens
 _TORCH_DTYPES = {1: "torch.float8_e4m3fn", 2: "torch.bfloat16", 4: "torch.float32"}
 
