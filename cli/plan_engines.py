@@ -4,6 +4,7 @@ plan_sglang), summed up side by side in one table, or one JSON document (render_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -54,29 +55,38 @@ def write_engine_plans(spec: ModelSpec, cfg: PlanConfig, engines: tuple[str, ...
     write_engine_comparison(spec, cfg, engines, args, assumed, output_format)
 
 
+EngineColumn = tuple[EngineSummary, Any, list[str]]  # the table's column, the JSON's document, notes
+
+
+def _vllm_column(spec: ModelSpec, cfg: PlanConfig, args: SglangServerArgs) -> EngineColumn:
+    result = plan(spec, cfg)
+    return vllm_summary(result), plan_to_dict(result), []
+
+
+def _sglang_column(spec: ModelSpec, cfg: PlanConfig, args: SglangServerArgs) -> EngineColumn:
+    try:
+        planned = sglang_plan(spec, cfg, args)
+    except DoesNotFitError as err:  # shown as a column that does not fit, as vLLM's plan shows it
+        summary = not_fitting_summary(SGLANG, args.version, args.context_length or spec.max_model_len)
+        return summary, {"error": user_message(err)}, [f"sglang: {user_message(err)}"]
+    notes = [f"sglang: {line}" for line in (*planned.notes, *_vllm_only_budget(cfg))]
+    return sglang_summary(planned), planned.to_json(), notes
+
+
+_COLUMNS: dict[str, Callable[[ModelSpec, PlanConfig, SglangServerArgs], EngineColumn]] = {
+    VLLM: _vllm_column, SGLANG: _sglang_column}
+
+
 def write_engine_comparison(spec: ModelSpec, cfg: PlanConfig, engines: tuple[str, ...], args: SglangServerArgs,
                             assumed: dict[str, Any], output_format: OutputFormat) -> None:
     summaries: list[EngineSummary] = []
     details: dict[str, Any] = {}
     notes: list[str] = []
     for engine in engines:
-        if engine == VLLM:
-            result = plan(spec, cfg)
-            summaries.append(vllm_summary(result))
-            details[VLLM] = plan_to_dict(result)
-        else:
-            assert engine == SGLANG, engine
-            try:
-                planned = sglang_plan(spec, cfg, args)
-            except DoesNotFitError as err:  # shown as a column that does not fit, as vLLM's plan shows it
-                summaries.append(not_fitting_summary(SGLANG, args.version, args.context_length or spec.max_model_len))
-                details[SGLANG] = {"error": user_message(err)}
-                notes.append(f"sglang: {user_message(err)}")
-                continue
-            summaries.append(sglang_summary(planned))
-            details[SGLANG] = planned.to_json()
-            notes += [f"sglang: {line}" for line in planned.notes]
-            notes += [f"sglang: {line}" for line in _vllm_only_budget(cfg)]
+        summary, detail, engine_notes = _COLUMNS[engine](spec, cfg, args)
+        summaries.append(summary)
+        details[engine] = detail
+        notes += engine_notes
     if output_format is OutputFormat.json:
         write_json({**comparison_to_dict(spec, summaries, details), "assumed": assumed})
         return
