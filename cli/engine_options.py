@@ -55,13 +55,9 @@ def parse_engines(text: str | None) -> tuple[str, ...]:
 def sglang_server_args(cfg: PlanConfig, version: str | None, mem_fraction_static: float | None,
                        max_num_seqs_given: int | None) -> SglangServerArgs:
     """The SGLang arguments that mean what the plan options say (module docstring)."""
-    fraction = None if mem_fraction_static is None else _fraction(mem_fraction_static)
-    ssm = _float_name("mamba_ssm_dtype", cfg.mamba_ssm_dtype)
-    return SglangServerArgs(
-        tp_size=cfg.tp, pp_size=cfg.pp, context_length=cfg.max_model_len, mem_fraction_static=fraction,
-        max_running_requests=max_num_seqs_given, kv_cache_dtype=_KV_DTYPES[cfg.kv_cache_dtype],
-        mamba_ssm_dtype=None if ssm == "auto" else ssm, dtype=_float_name("dtype", cfg.dtype),
-        version=version or DEFAULT_SGLANG_VERSION)
+    fields = {"tp": cfg.tp, "pp": cfg.pp, "max_model_len": cfg.max_model_len, "max_num_seqs": max_num_seqs_given,
+              "kv_cache_dtype": cfg.kv_cache_dtype, "mamba_ssm_dtype": cfg.mamba_ssm_dtype, "dtype": cfg.dtype}
+    return SglangServerArgs(**sglang_given(fields, version, mem_fraction_static))
 
 
 def _float_name(field: str, name: str) -> str:
