@@ -8,6 +8,7 @@ from typing import Literal
 
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.planner.auto_dtype import auto_dtype_bytes
+from hkv.planner.budget.budget_constants import SHIPPED, BudgetConstants
 from hkv.planner.engines.vllm.rules import LOG_FORMAT_VERSIONS, VllmRules
 from hkv.planner.errors import InvalidInputError
 
@@ -67,6 +68,9 @@ class PlanConfig:
     # FlashInfer beside vLLM (the vllm/vllm-openai images ship it; pip's wheel requires it from
     # 0.11.1); up to 0.11.0 it decides the profile's sampler. None: not known.
     flashinfer_installed: bool | None = None
+    # The blind budget's fitted constants (fitted/budget_constants.py): the shipped fit, or a re-fit
+    # (the blind-budget benchmark's leave-one-source-out) or a user's calibration applied to it.
+    budget_constants: BudgetConstants = SHIPPED
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "concurrency", "hkv_prefill_chunk_len"):

@@ -14,6 +14,7 @@ from typing import Any
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.resolve import load_model_spec
+from hkv.planner.budget.budget_constants import SHIPPED, BudgetConstants
 from hkv.planner.budget.memory_budget import MemoryBudget, compute_memory_budget
 from hkv.planner.capacity import kv_cache_tokens
 from hkv.planner.plan import build_layout, check_max_model_len, plan
@@ -81,14 +82,25 @@ def pct_error(predicted: float | None, logged: float | None) -> float | None:
     return (predicted - logged) / abs(logged) * 100
 
 
-def evaluate_record(rec: dict[str, Any], data_dir: Path, planner: Planner | None = None) -> RecordResult:
-    """Plan `rec` blind with `planner` (default vllm_layout_plan); any exception of hkv becomes the
-    result's `error`."""
+def source_of(rec: dict[str, Any]) -> str:
+    """The author or machine a record came from (its records are left out together)."""
+    return rec.get("source_group") or rec["record_id"]
+
+
+def blind_inputs(rec: dict[str, Any], data_dir: Path) -> tuple[ModelSpec, PlanConfig]:
+    """The model and the blind plan's config of one usable record."""
+    return load_model_spec(str(data_dir / rec["model"])), PlanConfig(**rec["plan"])
+
+
+def evaluate_record(rec: dict[str, Any], data_dir: Path, planner: Planner | None = None,
+                    constants: BudgetConstants = SHIPPED) -> RecordResult:
+    """Plan `rec` blind with `planner` (default vllm_layout_plan) under `constants`; any exception
+    of hkv becomes the result's `error`."""
     planner = planner or vllm_layout_plan
     base = RecordResult(rec["record_id"], dict(rec["logged"]), rec.get("vllm_started", True), note=rec.get("notes", ""))
     try:
-        model = load_model_spec(str(data_dir / rec["model"]))
-        cfg = PlanConfig(**rec["plan"])
+        model, cfg = blind_inputs(rec, data_dir)
+        cfg = replace(cfg, budget_constants=constants)
         budget, tokens = planner(model, cfg)
     except Exception as err:  # noqa: BLE001 - the row reports whatever hkv raised
         return replace(base, error=f"{type(err).__name__}: {err}")

@@ -19,7 +19,8 @@ def _pct(value: float | None) -> str:
 
 
 def records_table(results: list[RecordResult]) -> Table:
-    table = Table(title="Blind budget per record (GiB per rank; % = (hkv - vLLM) / vLLM)")
+    table = Table(title="Blind budget per record, out of sample: constants fitted without the record's source "
+                        "(GiB per rank; % = (hkv - vLLM) / vLLM)")
     for col in ("record", "weights hkv/log", "err", "avail hkv/log", "err", "avail band", "KV tokens hkv/log", "err",
                 "token band"):
         table.add_column(col, overflow="fold")
@@ -61,11 +62,7 @@ def terms_table(results: list[RecordResult]) -> Table:
     return table
 
 
-def summary_table(summary: dict[str, Any]) -> Table:
-    table = Table(title="Summary (records vLLM started; goal: tokens MAPE <= 2 %, 0 false no-fit, >= 90 % in band)")
-    table.add_column("metric")
-    table.add_column("value", overflow="fold")
-    s = summary
+def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [
         ("records / plan failures", f"{s['records']} / {len(s['plan_failures'])} {', '.join(s['plan_failures'])}"),
         ("MAPE available KV", f"{_num(s['available_mape_pct'], '{:.1f}%')} over {s['available_n']} "
@@ -76,17 +73,39 @@ def summary_table(summary: dict[str, Any]) -> Table:
                                                  f"{', '.join(s['negatives_missed'])}"),
         ("available inside hkv's band", f"{s['available_in_band']} of {s['available_n']}"),
         ("KV tokens inside hkv's token band", f"{s['tokens_in_band']} of {s['tokens_n']}"),
+        ("token band median half-width", _num(s["tokens_band_half_width_median_pct"], "{:.1f}%")),
+        ("weights within 1 % of the log", f"{s['weights_within_1pct']} of {s['weights_n']}; off: {', '.join(s['weights_off'])}"),
     ]
     for name, stats in s["terms"].items():
         rows.append((f"term {name}: mean error / mean |error|",
                      f"{_num(stats['mean_error_gib'], '{:+.2f}')} / {_num(stats['mean_abs_error_gib'])} GiB over {stats['n']}"))
+    return rows
+
+
+def summary_table(in_sample: dict[str, Any], out_of_sample: dict[str, Any]) -> Table:
+    table = Table(title="Summary (records vLLM started; goal out of sample: tokens MAPE <= 2 %, 0 false no-fit, "
+                        ">= 90 % in band, median band half-width <= 6 %)")
+    table.add_column("metric")
+    table.add_column("in sample (fit on every record)", overflow="fold")
+    table.add_column("out of sample (leave one source out)", overflow="fold")
+    for (name, inside), (_, outside) in zip(summary_rows(in_sample), summary_rows(out_of_sample), strict=True):
+        table.add_row(name, inside, outside)
+    return table
+
+
+def constants_table(rows: list[tuple[str, str, str]]) -> Table:
+    table = Table(title="Fitted constants (the fit on every record: hkv's shipped values) and the records each came from")
+    for col in ("constant", "value", "fitted on"):
+        table.add_column(col, overflow="fold")
     for row in rows:
         table.add_row(*row)
     return table
 
 
-def print_report(results: list[RecordResult], summary: dict[str, Any]) -> None:
+def print_report(results: list[RecordResult], in_sample: dict[str, Any], out_of_sample: dict[str, Any],
+                 constants_rows: list[tuple[str, str, str]]) -> None:
     console = Console(width=200)
     console.print(records_table(results))
     console.print(terms_table(results))
-    console.print(summary_table(summary))
+    console.print(constants_table(constants_rows))
+    console.print(summary_table(in_sample, out_of_sample))

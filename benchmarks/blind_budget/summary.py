@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from statistics import mean
+from statistics import mean, median
 from typing import Any
 
 from blind_budget.record_result import TERM_LOGS, RecordResult, pct_error
@@ -15,6 +15,7 @@ def summarize(results: list[RecordResult]) -> dict[str, Any]:
     avail = [r for r in planned if "available_kv_gib" in r.logged]
     tokens = [r for r in planned if "kv_cache_tokens" in r.logged and r.kv_cache_tokens is not None]
     negatives = [r for r in results if not r.vllm_started]
+    weighed = [r for r in results if r.error is None and r.logged.get("weights_gib") and r.weights_gib is not None]
     return {
         "records": len(results),
         "plan_failures": [r.record_id for r in results if r.error is not None],
@@ -29,6 +30,10 @@ def summarize(results: list[RecordResult]) -> dict[str, Any]:
         "negatives_missed": [r.record_id for r in negatives if r.verdict not in ("may not fit", "does not fit")],
         "available_in_band": sum(_inside(r.logged["available_kv_gib"], r.available_band_gib) for r in avail),
         "tokens_in_band": sum(_inside(r.logged["kv_cache_tokens"], r.token_band) for r in tokens),
+        "tokens_band_half_width_median_pct": _median_half_width(tokens),
+        "weights_within_1pct": sum(abs(pct_error(r.weights_gib, r.logged["weights_gib"])) <= 1 for r in weighed),
+        "weights_n": len(weighed),
+        "weights_off": [r.record_id for r in weighed if abs(pct_error(r.weights_gib, r.logged["weights_gib"])) > 1],
         "terms": {name: _term_stats(planned, name) for name in TERM_LOGS},
     }
 
@@ -36,6 +41,13 @@ def summarize(results: list[RecordResult]) -> dict[str, Any]:
 def _mape(pairs: list[tuple[float, float]]) -> float | None:
     errors = [abs(pct_error(p, lg)) for p, lg in pairs if pct_error(p, lg) is not None]
     return mean(errors) if errors else None
+
+
+def _median_half_width(tokens: list[RecordResult]) -> float | None:
+    """The token band's median half-width, in % of hkv's point estimate."""
+    widths = [(r.token_band[1] - r.token_band[0]) / 2 / r.kv_cache_tokens * 100 for r in tokens
+              if r.token_band is not None and r.kv_cache_tokens]
+    return median(widths) if widths else None
 
 
 def _inside(value: float, band: tuple[float, float] | None) -> bool:

@@ -4,13 +4,10 @@ How vLLM estimates (gpu_model_runner.profile_cudagraph_memory, 0.32): for each c
 (PIECEWISE, FULL) it captures the two largest sizes into a scratch pool and measures the free
 memory each takes; estimate = max over modes of the first capture + sum over modes of
 (the second capture) x (graphs of that mode - 1). hkv cannot capture, so it models both captures
-per decoder layer, fitted on the estimates real logs printed (r001-r050 in
-shared/data/vllm_memory_logs, see tests/planner/budget/test_profile_logged.py):
+per decoder layer, with bytes fitted on the estimates real logs printed (fitted/fit.py; dense and
+MoE layers apart, since the router, top-k and expert kernels add to every graph):
 
     estimate = layers x (first-capture bytes + per-graph bytes x (graphs - modes))
-
-dense layers: 4 MiB first capture, 0.21 MiB per further graph; MoE layers (router, top-k,
-expert kernels per graph): 10 MiB and 0.62 MiB.
 
 Capture sizes (config/vllm.py `_set_cudagraph_sizes`): 1, 2, 4, multiples of 8 below 256, then
 multiples of 16 up to max_cudagraph_capture_size = min(2 x max_num_seqs x decode query len,
@@ -22,13 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MIB = 2**20
+from hkv.planner.budget.budget_constants import SHIPPED, BudgetConstants, GraphBytes
+
 DEFAULT_MAX_CAPTURE_SIZE = 512
-# Fitted on the logged estimates (weighted least squares, relative residuals).
-DENSE_FIRST_CAPTURE_BYTES_PER_LAYER = 4 * MIB
-DENSE_GRAPH_BYTES_PER_LAYER = int(0.21 * MIB)
-MOE_FIRST_CAPTURE_BYTES_PER_LAYER = 10 * MIB
-MOE_GRAPH_BYTES_PER_LAYER = int(0.62 * MIB)
 
 
 def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, *, decode_query_len: int = 1,
@@ -60,11 +53,23 @@ class CudagraphEstimate:
 
     @property
     def bytes(self) -> int:
+        """The estimate with the shipped per-layer bytes."""
+        return self.bytes_with(SHIPPED)
+
+    def bytes_with(self, constants: BudgetConstants) -> int:
+        """The estimate under `constants` (a calibration's graph scale included)."""
+        raw = self.bytes_per_layer(constants.moe_graph if self.moe else constants.dense_graph)
+        return int(raw * constants.calibration_graph_scale)
+
+    def bytes_per_layer(self, per_layer: GraphBytes) -> int:
         if not self.graphs:
             return 0
-        first, per_graph = ((MOE_FIRST_CAPTURE_BYTES_PER_LAYER, MOE_GRAPH_BYTES_PER_LAYER) if self.moe
-                            else (DENSE_FIRST_CAPTURE_BYTES_PER_LAYER, DENSE_GRAPH_BYTES_PER_LAYER))
-        return self.num_layers * (first + per_graph * (self.graphs - self.modes))
+        return self.num_layers * (per_layer.first_capture_bytes + per_layer.per_graph_bytes * self.further_graphs)
+
+    @property
+    def further_graphs(self) -> int:
+        """Graphs after each mode's first capture."""
+        return self.graphs - self.modes
 
 
 def cudagraph_estimate(num_layers: int, max_num_seqs: int, max_num_batched_tokens: int, *, moe: bool,

@@ -1,8 +1,8 @@
 """GPU memory table: what CUDA (or ROCm) reports as total device memory.
 
 Totals are "measured" where a real vLLM start-up log printed the device's total (the record id in
-`measured_in`: shared/data/vllm_memory_logs/records.jsonl); otherwise "derived": the NVML total
-(nvidia-smi memory.total) minus 0.5 GiB, the gap observed on Hopper. Other sources:
+`measured_in`: shared/data/vllm_memory_logs/records.jsonl, q ids records_2026_11.jsonl); otherwise
+"derived": the NVML total (nvidia-smi memory.total) minus 0.5 GiB, the gap observed on Hopper. Other sources:
 shared/reference/peers.md section 4 (nvidia-smi strings, vLLM logs, vendor datasheets).
 
 Unified-memory devices (DGX Spark's GB10, GH200's Grace side): CUDA reports the system memory as
@@ -34,6 +34,9 @@ class Gpu:
     compute_capability: tuple[int, int] | None = None  # CUDA (major, minor); None for ROCm
     unified_memory: bool = False  # CPU and GPU share one memory (vLLM: is_integrated_gpu)
     measured_in: str = ""  # the start-up log whose printed total cuda_total_bytes is
+    # The cards of a TP group reach each other over NVLink / xGMI (SXM / OAM boards, NVL bridges), so
+    # vLLM's custom all-reduce runs; PCIe-only cards (L40S, L4, GeForce, RTX PRO) run NCCL alone.
+    nvlink: bool = False
 
     @property
     def total_bytes(self) -> int:
@@ -70,25 +73,28 @@ def _gib(value: float) -> int:
 
 GPUS: tuple[Gpu, ...] = (
     Gpu("h100", "NVIDIA H100 SXM5 80GB", 81559, _gib(79.18), 3350, compute_capability=(9, 0),
-        measured_in="vLLM 0.11 logs (llm-d r018-r026); 79.11 in older logs"),
+        measured_in="vLLM 0.11 logs (llm-d r018-r026); 79.11 in older logs", nvlink=True),
     Gpu("h100-pcie", "NVIDIA H100 PCIe 80GB", 81559, None, 2000, compute_capability=(9, 0)),
-    Gpu("h100-nvl", "NVIDIA H100 NVL 94GB", 95830, None, 3900, verified=False, compute_capability=(9, 0)),
+    Gpu("h100-nvl", "NVIDIA H100 NVL 94GB", 95830, None, 3900, verified=False, compute_capability=(9, 0), nvlink=True),
     Gpu("h200", "NVIDIA H200 SXM 141GB", 143771, _gib(139.81), 4800, compute_capability=(9, 0),
-        measured_in="r010, r043"),
+        measured_in="r010, r043", nvlink=True),
     Gpu("b200", "NVIDIA B200 180GB", 183359, _gib(178.36), 8000, compute_capability=(10, 0),
-        measured_in="r048 (a B200-class card, 178.36 GiB)"),
+        measured_in="r048 (a B200-class card, 178.36 GiB)", nvlink=True),
     Gpu("gb200", "NVIDIA GB200 (per GPU) 186GB", 189471, _gib(184.31), 8000, compute_capability=(10, 0),
-        measured_in="r009 (GB200/GB300-class, 184.31 GiB)"),
-    Gpu("a100-40gb", "NVIDIA A100 SXM4 40GB", 40960, None, 1555, compute_capability=(8, 0)),
+        measured_in="r009 (GB200/GB300-class, 184.31 GiB)", nvlink=True),
+    Gpu("a100-40gb", "NVIDIA A100 SXM4 40GB", 40960, None, 1555, compute_capability=(8, 0), nvlink=True),
     Gpu("a100-80gb", "NVIDIA A100 SXM4 80GB", 81920, int(79.249755859375 * GIB), 2039, compute_capability=(8, 0),
-        measured_in="r008"),
-    Gpu("l40s", "NVIDIA L40S 48GB (ECC on)", 46068, None, 864, compute_capability=(8, 9)),
+        measured_in="r008", nvlink=True),
+    Gpu("l40s", "NVIDIA L40S 48GB (ECC on)", 46068, _gib(44.42), 864, compute_capability=(8, 9),
+        measured_in="q001 (vLLM 0.10.2: 'Free memory on device (43.93/44.42 GiB)')"),
     Gpu("l4", "NVIDIA L4 24GB", 23034, None, 300, compute_capability=(8, 9)),
     Gpu("a10g", "NVIDIA A10G 24GB (AWS g5)", 23028, None, 600, compute_capability=(8, 6)),
     Gpu("a10", "NVIDIA A10 24GB", 23028, None, 600, compute_capability=(8, 6)),
     Gpu("a40", "NVIDIA A40 48GB (ECC on)", 46068, None, 696, compute_capability=(8, 6)),
     Gpu("rtx-a6000", "NVIDIA RTX A6000 48GB", 49140, None, 768, compute_capability=(8, 6)),
     Gpu("rtx3090", "NVIDIA GeForce RTX 3090 24GB", 24576, None, 936, compute_capability=(8, 6)),
+    Gpu("rtx4080", "NVIDIA GeForce RTX 4080 16GB", 16376, _gib(15.99), 717, compute_capability=(8, 9),
+        measured_in="q004 (WSL2; 15.99 GiB total in the author's transcription of vLLM's breakdown)"),
     Gpu("rtx4090", "NVIDIA GeForce RTX 4090 24GB", 24564, None, 1008, compute_capability=(8, 9)),
     Gpu("rtx5090", "NVIDIA GeForce RTX 5090 32GB", 32607, _gib(31.36), 1792, compute_capability=(12, 0),
         measured_in="r035 printed 31.4 (rounded); 31.36 lies within it"),
@@ -99,9 +105,9 @@ GPUS: tuple[Gpu, ...] = (
     Gpu("gb10", "NVIDIA GB10 (DGX Spark) 128GB unified", None, _gib(119.63), 273, compute_capability=(12, 1),
         unified_memory=True, measured_in="r016 (system memory as CUDA reports it)"),
     Gpu("t4", "NVIDIA Tesla T4 16GB", 15360, _gib(14.56), 320, compute_capability=(7, 5), measured_in="r051"),
-    Gpu("mi300x", "AMD Instinct MI300X 192GB", None, 205_822_885_888, 5300),
-    Gpu("mi325x", "AMD Instinct MI325X 256GB", None, 256 * GIB, 6000, verified=False),
-    Gpu("mi355x", "AMD Instinct MI355X 288GB", None, 309_220_868_096, 8000),
+    Gpu("mi300x", "AMD Instinct MI300X 192GB", None, 205_822_885_888, 5300, nvlink=True),
+    Gpu("mi325x", "AMD Instinct MI325X 256GB", None, 256 * GIB, 6000, verified=False, nvlink=True),
+    Gpu("mi355x", "AMD Instinct MI355X 288GB", None, 309_220_868_096, 8000, nvlink=True),
 )
 # Dense BF16 tensor TFLOPS: spec-sheet figures (vendor datasheets print "with sparsity" figures
 # for NVIDIA; dense is half of those), peaks that real kernels do not reach. Used only by the
@@ -119,7 +125,8 @@ _DENSE_BF16_TFLOPS = {
 }
 _BY_NAME = {gpu.name: gpu for gpu in GPUS}
 _ALIASES = {"h100-sxm": "h100", "h200-sxm": "h200", "a100": "a100-80gb", "a100-40g": "a100-40gb",
-            "a100-80g": "a100-80gb", "4090": "rtx4090", "5090": "rtx5090", "3090": "rtx3090",
+            "a100-80g": "a100-80gb", "4080": "rtx4080", "4090": "rtx4090", "5090": "rtx5090",
+            "3090": "rtx3090",
             "a6000": "rtx-a6000", "rtx-pro-6000-blackwell": "rtx-pro-6000", "pro6000": "rtx-pro-6000",
             "rtx-pro-4500-blackwell": "rtx-pro-4500", "dgx-spark": "gb10", "spark": "gb10"}
 

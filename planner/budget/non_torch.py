@@ -3,41 +3,44 @@
 vLLM measures it (utils/mem_utils.memory_profiling) as the free-memory drop since the engine's
 first snapshot minus torch's reserved memory; from 0.27 it prints "consumed memory (weights +
 non-torch)", the whole free-memory drop, so persistent torch buffers (input buffers, the Triton
-sampler's per-SM scratch, workspaces) land here too. Parts, fitted on real logs
-(tests/planner/budget/test_profile_logged.py):
+sampler's per-SM scratch, workspaces) land here too. Its parts, each a constant fitted on real
+logs (fitted/budget_constants.py names the records):
 
-- the CUDA context's allocations outside torch and the cuBLAS handles: 0.13 GiB (0.11 H100 logs:
-  0.13-0.14), 0.4 GiB with 0.27's accounting (0.26 A100, 0.56 RTX 4090);
-- TP > 1: NCCL and the custom all-reduce buffers, 0.42 GiB x log2(TP) (0.11 TP2: 0.54-0.55,
-  0.26 TP4: 0.95, TP8: 1.74 total);
-- gated-delta-net / KDA layers (their FLA Triton kernels' workspaces and autotuning): 0.45 GiB on
-  data-center GPUs (0.83 GiB on an H200 at 0.10.2, 0.08 GiB on H200 TP8 at 0.32), 3.9 GiB on
-  consumer Blackwell, compute capability 12.x (3.68 GiB RTX 5090 at 0.18, 4.24 GiB GB10 at 0.27);
-- unified memory (GB10): pinned host buffers, counted because vLLM reads the system's free memory
-  there (vision_profile.pinned_host_bytes: inputs_embeds' host half, the dummy images' staging).
+- the CUDA context's allocations outside torch and the cuBLAS handles (one value per accounting);
+- TP > 1: NCCL, plus vLLM's custom all-reduce IPC buffers where the cards reach each other over
+  NVLink / P2P (custom all-reduce is disabled on PCIe-only cards), per doubling of TP;
+- gated-delta-net / KDA layers: their FLA Triton kernels' workspaces and autotuning;
+- unified memory (GB10): the host's own share of the free-memory drop, and the pinned host
+  buffers vLLM allocates (vision_profile.pinned_host_bytes), counted because vLLM reads the
+  system's free memory there.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import log2
 
-GIB = 2**30
-CONTEXT_BYTES = int(0.13 * GIB)
-CONSUMED_CONTEXT_BYTES = int(0.4 * GIB)
-COMM_BYTES_PER_TP_DOUBLING = int(0.42 * GIB)
-LINEAR_ATTENTION_BYTES = int(0.45 * GIB)
-LINEAR_ATTENTION_CONSUMER_BLACKWELL_BYTES = int(3.9 * GIB)
+from hkv.planner.budget.budget_constants import SHIPPED, BudgetConstants
+
 LINEAR_ATTENTION_VARIANTS = frozenset({"gdn", "kda"})
 
 
-def non_torch_bytes(tp: int, *, consumed_accounting: bool, linear_attention: bool,
-                    compute_capability: tuple[int, int] | None, pinned_host_bytes: int = 0) -> int:
-    """The non-torch term; compute_capability None: a data-center GPU is assumed. `pinned_host_bytes`:
-    pinned host memory, which a unified-memory GPU's free memory loses too (0 on a discrete GPU)."""
-    context = CONSUMED_CONTEXT_BYTES if consumed_accounting else CONTEXT_BYTES
-    comm = int(COMM_BYTES_PER_TP_DOUBLING * log2(tp)) if tp > 1 else 0
-    kernels = 0
-    if linear_attention:
-        consumer_blackwell = compute_capability is not None and compute_capability[0] == 12
-        kernels = LINEAR_ATTENTION_CONSUMER_BLACKWELL_BYTES if consumer_blackwell else LINEAR_ATTENTION_BYTES
-    return context + comm + kernels + pinned_host_bytes
+@dataclass(frozen=True)
+class NonTorchSetup:
+    """What decides the non-torch term of one rank."""
+
+    tp: int
+    consumed_accounting: bool  # vLLM 0.27+ prints "consumed memory"
+    nvlink: bool  # the TP group's cards reach each other over NVLink / P2P (custom all-reduce on)
+    linear_attention: bool
+    unified_memory: bool = False
+    pinned_host_bytes: int = 0  # pinned host memory a unified-memory GPU's free memory loses too
+
+    def bytes(self, constants: BudgetConstants = SHIPPED) -> int:
+        context = constants.consumed_context_bytes if self.consumed_accounting else constants.context_bytes
+        per_doubling = (constants.comm_nvlink_bytes_per_tp_doubling if self.nvlink
+                        else constants.comm_pcie_bytes_per_tp_doubling)
+        comm = int(per_doubling * log2(self.tp)) if self.tp > 1 else 0
+        kernels = constants.linear_attention_bytes if self.linear_attention else 0
+        host = constants.unified_memory_bytes + self.pinned_host_bytes if self.unified_memory else 0
+        return max(0, context + comm + kernels + host + constants.calibration_offset_bytes)

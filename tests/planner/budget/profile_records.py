@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from hkv.planner.budget.cudagraph_estimate import CudagraphEstimate, cudagraph_estimate
 from hkv.planner.budget.encoder_profile import encoder_outputs_bytes
 from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runner
-from hkv.planner.budget.non_torch import non_torch_bytes
+from hkv.planner.budget.non_torch import NonTorchSetup
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
 from hkv.planner.budget.sampler_peak import SamplerPath, sampler_paths, sampler_profile
 from hkv.planner.engines.vllm.rules import VllmRules
@@ -182,9 +182,12 @@ class NonTorchRecord:
     compute_capability: tuple[int, int] | None = None
 
     def predicted_bytes(self) -> int:
-        return non_torch_bytes(self.tp, consumed_accounting=VllmRules.for_version(self.version)
-                               .profile_consumed_accounting, linear_attention=self.linear_attention,
-                               compute_capability=self.compute_capability)
+        """hkv's shipped point: NVLink on the data-center cards (H100, H200, B200, A100), unified memory on GB10
+        (its pinned buffers left out: these logs' models are text-only or not described)."""
+        setup = NonTorchSetup(self.tp, consumed_accounting=VllmRules.for_version(self.version).profile_consumed_accounting,
+                              nvlink=self.compute_capability in (H100, B200, A100),
+                              linear_attention=self.linear_attention, unified_memory=self.compute_capability == GB10)
+        return setup.bytes()
 
 
 H100, H200, B200, SM120, GB10, A100, ADA = (9, 0), (9, 0), (10, 0), (12, 0), (12, 1), (8, 0), (8, 9)

@@ -6,13 +6,16 @@ memory: PIECEWISE=51 (largest=512), FULL=35 (largest=256)").
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.budget_term import BudgetTerm
 from hkv.planner.budget.cudagraph_estimate import CudagraphEstimate, capture_sizes, cudagraph_estimate
 from hkv.planner.budget.encoder_profile import encoder_outputs_bytes
 from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runner
-from hkv.planner.budget.non_torch import non_torch_bytes
+from hkv.planner.budget.budget_constants import BudgetConstants, GraphBytes
+from hkv.planner.budget.non_torch import NonTorchSetup
 from hkv.planner.budget.profile import Band, profile_terms
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
 from hkv.planner.budget.sampler_peak import SamplerPath, sampler_paths, sampler_profile
@@ -104,25 +107,46 @@ def test_capture_sizes_capped_by_batched_tokens() -> None:
     assert capture_sizes(256, 20) == (1, 2, 4, 8, 16)
 
 
+# Constants of the tests' own choosing: the formulas are checked, not the fitted values.
+CONSTANTS = BudgetConstants(
+    context_bytes=int(0.13 * GIB), consumed_context_bytes=int(0.4 * GIB),
+    comm_nvlink_bytes_per_tp_doubling=int(0.42 * GIB), comm_pcie_bytes_per_tp_doubling=int(0.05 * GIB),
+    linear_attention_bytes=int(0.45 * GIB), unified_memory_bytes=int(1.5 * GIB),
+    dense_graph=GraphBytes(4 * MIB, 220_200), moe_graph=GraphBytes(10 * MIB, 650_117),
+    residual_low_bytes=GIB // 4, residual_high_bytes=GIB // 2)
+
+
 def test_estimate_bytes() -> None:
-    # dense, 10 layers, 3 piecewise + 2 full graphs: 10 x (4 MiB + int(0.21 MiB) x (5 - 2 modes))
-    assert CudagraphEstimate(10, 3, 2, moe=False).bytes == 10 * (4 * MIB + 220_200 * 3)
-    # MoE: 10 MiB first capture, int(0.62 MiB) = 650,117 bytes per further graph
-    assert CudagraphEstimate(2, 1, 1, moe=True).bytes == 2 * 10 * MIB
-    assert CudagraphEstimate(1, 4, 0, moe=True).bytes == 10 * MIB + 650_117 * 3
-    assert CudagraphEstimate(5, 0, 0, moe=False).bytes == 0
+    # dense, 10 layers, 3 piecewise + 2 full graphs: 10 x (4 MiB + 220,200 x (5 - 2 modes))
+    assert CudagraphEstimate(10, 3, 2, moe=False).bytes_with(CONSTANTS) == 10 * (4 * MIB + 220_200 * 3)
+    # MoE: 10 MiB first capture, 650,117 bytes per further graph
+    assert CudagraphEstimate(2, 1, 1, moe=True).bytes_with(CONSTANTS) == 2 * 10 * MIB
+    assert CudagraphEstimate(1, 4, 0, moe=True).bytes_with(CONSTANTS) == 10 * MIB + 650_117 * 3
+    assert CudagraphEstimate(5, 0, 0, moe=False).bytes_with(CONSTANTS) == 0
+    # a calibration's scale multiplies the whole estimate
+    scaled = replace(CONSTANTS, calibration_graph_scale=1.5)
+    assert CudagraphEstimate(10, 3, 2, moe=False).bytes_with(scaled) == int(1.5 * 10 * (4 * MIB + 220_200 * 3))
 
 
-@pytest.mark.parametrize(("tp", "consumed", "linear", "capability", "gib"), [
-    (1, False, False, (9, 0), 0.13),
-    (2, False, False, (9, 0), 0.13 + 0.42),  # one TP doubling
-    (4, True, False, None, 0.4 + 2 * 0.42),
-    (1, False, True, (9, 0), 0.13 + 0.45),
-    (1, True, True, (12, 0), 0.4 + 3.9),
+@pytest.mark.parametrize(("setup", "gib"), [
+    (NonTorchSetup(1, consumed_accounting=False, nvlink=True, linear_attention=False), 0.13),
+    (NonTorchSetup(2, consumed_accounting=False, nvlink=True, linear_attention=False), 0.13 + 0.42),  # one doubling
+    (NonTorchSetup(4, consumed_accounting=True, nvlink=True, linear_attention=False), 0.4 + 2 * 0.42),
+    (NonTorchSetup(8, consumed_accounting=True, nvlink=False, linear_attention=False), 0.4 + 3 * 0.05),  # PCIe
+    (NonTorchSetup(1, consumed_accounting=False, nvlink=True, linear_attention=True), 0.13 + 0.45),
+    # unified memory: the host's share and the pinned buffers; a discrete card's pinned bytes do not count
+    (NonTorchSetup(1, consumed_accounting=True, nvlink=False, linear_attention=True, unified_memory=True,
+                   pinned_host_bytes=GIB // 4), 0.4 + 0.45 + 1.5 + 0.25),
+    (NonTorchSetup(1, consumed_accounting=True, nvlink=False, linear_attention=False, pinned_host_bytes=GIB), 0.4),
 ])
-def test_non_torch(tp: int, consumed: bool, linear: bool, capability: tuple[int, int] | None, gib: float) -> None:
-    value = non_torch_bytes(tp, consumed_accounting=consumed, linear_attention=linear, compute_capability=capability)
-    assert value == pytest.approx(gib * GIB, abs=4)  # each part truncated to whole bytes
+def test_non_torch(setup: NonTorchSetup, gib: float) -> None:
+    assert setup.bytes(CONSTANTS) == pytest.approx(gib * GIB, abs=4)  # each part truncated to whole bytes
+
+
+def test_non_torch_calibration_offset_is_signed_and_floored() -> None:
+    setup = NonTorchSetup(1, consumed_accounting=False, nvlink=True, linear_attention=False)
+    assert setup.bytes(replace(CONSTANTS, calibration_offset_bytes=GIB // 8)) == int(0.13 * GIB) + GIB // 8
+    assert setup.bytes(replace(CONSTANTS, calibration_offset_bytes=-GIB)) == 0
 
 
 @pytest.mark.parametrize(("version", "sorts", "runner", "v2_graphs", "consumed"), [
@@ -162,13 +186,18 @@ def test_band_arithmetic() -> None:
 
 def test_profile_terms_on_llama_8b() -> None:
     model = load_model_spec("llama-3.1-8b-instruct")  # hidden 4096, intermediate 14336, vocab 128256, 32 layers
-    old = profile_terms(model, PlanConfig(gpu="h100", vllm_version="0.11.0", max_num_seqs=1024), 8192)
+    old = profile_terms(model, PlanConfig(gpu="h100", vllm_version="0.11.0", max_num_seqs=1024,
+                                          budget_constants=CONSTANTS), 8192)
     # 0.11: the sort sampler, 1024 x 128256 x 38 = 4,990,697,472, beats the forward's
     # 8192 x (4096 + 3 x 14336) x 2 = 771,751,936; plus the kept 8192 x 4096 x 2 = 67,108,864
     assert old[0].bytes == 4_990_697_472 + 67_108_864  # 4.71 GiB; the llm-d log r022 printed 4.76
     assert old[1].bytes == 0  # 0.11 does not subtract a graph estimate
     assert old[2].bytes == int(0.13 * GIB)
-    new = profile_terms(model, PlanConfig(gpu="h100", vllm_version="0.32.0", max_num_seqs=1024), 8192)
+    # the non-torch term carries the residual band: 0.25 GiB below, 0.5 GiB above
+    assert (old[2].low_bytes, old[2].high_bytes) == (int(0.13 * GIB) - GIB // 4 if int(0.13 * GIB) > GIB // 4 else 0,
+                                                     int(0.13 * GIB) + GIB // 2)
+    new = profile_terms(model, PlanConfig(gpu="h100", vllm_version="0.32.0", max_num_seqs=1024,
+                                          budget_constants=CONSTANTS), 8192)
     # 0.32 runs Llama on the V2 runner: 1024 x 128256 x 6 = 788,004,864 > the forward's 771,751,936
     assert new[0].bytes == 788_004_864 + 67_108_864
     # 51 piecewise + 51 full graphs: 32 x (4 MiB + 220,200 x 100)

@@ -1,82 +1,34 @@
 """hkv's memory-profile terms against the figures real vLLM start-ups printed (profile_records.py).
 
-For each term, every logged value must fall inside the band hkv prints, except the records named
-in OUTSIDE (with the reason), and at least 90 % of the logged values of each term must be inside.
+The activation's sampler paths are mechanisms read from vLLM's code, checked record by record.
+The graph estimate's per-layer bytes and the non-torch parts are fitted (hkv.planner.budget.fitted;
+their out-of-sample error is benchmarks/bench_blind_budget.py's): here the shipped values must
+stay within a factor of two of nine in ten logged estimates, and the residual band the non-torch
+term carries must hold most logged non-torch figures, including logs the benchmark cannot plan.
 """
 
 from __future__ import annotations
 
-import pytest
+from profile_records import ACTIVATION_RECORDS, ESTIMATE_RECORDS, GIB, NON_TORCH_RECORDS
 
-from profile_records import (ACTIVATION_RECORDS, ESTIMATE_RECORDS, GIB, NON_TORCH_RECORDS, ActivationRecord,
-                             EstimateRecord, NonTorchRecord)
-
-from hkv.planner.budget.budget_term import BudgetTerm
-from hkv.planner.budget.model_runner import graph_estimate_applies
-from hkv.planner.budget.profile import ACTIVATION_BAND_BY_PATH, CUDAGRAPH_BAND, NON_TORCH_BAND
-
-OUTSIDE = {
-    # GLM-5.2's DeepSeek sparse attention: the indexer's scores and MLA workspaces, not modelled
-    ("activation", "r009_glm52_nvfp4_tp4ep_v026"): "logged 6.31 GiB, hkv 2.16 GiB",
-}
+from hkv.planner.budget.budget_constants import SHIPPED
 
 
-def _activation_band(record: ActivationRecord) -> tuple[int, int]:
-    """The union of the bands of every sampler path the record's release and install leave open."""
-    rules = record.rules()
-    terms = [ACTIVATION_BAND_BY_PATH[path].term("activation", record.predicted_bytes(path), "")
-             for path in record.sampler_paths()]
-    low, high = min(t.low_bytes for t in terms), max(t.high_bytes for t in terms)
-    includes_estimate = (rules.profile_consumed_accounting and record.estimate_gib is None
-                         and graph_estimate_applies(rules, v2_runner=record.v2_runner(), enforce_eager=False))
-    if includes_estimate:  # the printed activation holds the graph estimate, which the log did not print
-        graphs = CUDAGRAPH_BAND.term("cudagraph", record.graph_estimate().bytes, "")
-        low, high = low + graphs.low_bytes, high + graphs.high_bytes
-    return low, high
+def test_graph_estimate_within_a_factor_of_two() -> None:
+    ratios = {r.record_id: r.logged_gib * GIB / r.predicted_bytes() for r in ESTIMATE_RECORDS}
+    inside = [name for name, ratio in ratios.items() if 0.5 <= ratio <= 2.0]
+    assert len(inside) >= 0.9 * len(ratios), {k: round(v, 2) for k, v in ratios.items()}
 
 
-def _inside(band: tuple[int, int], logged: int) -> bool:
-    return band[0] <= logged <= band[1]
-
-
-def _estimate_band(record: EstimateRecord) -> tuple[int, int]:
-    term: BudgetTerm = CUDAGRAPH_BAND.term("cudagraph", record.predicted_bytes(), "")
-    return term.low_bytes, term.high_bytes
-
-
-def _non_torch_band(record: NonTorchRecord) -> tuple[int, int]:
-    term = NON_TORCH_BAND.term("non_torch", record.predicted_bytes(), "")
-    return term.low_bytes, term.high_bytes
-
-
-def _check(term: str, record_id: str, band: tuple[int, int], logged: int) -> None:
-    shown = f"{record_id}: logged {logged / GIB:.2f} GiB, band {band[0] / GIB:.2f}-{band[1] / GIB:.2f} GiB"
-    assert _inside(band, logged) is ((term, record_id) not in OUTSIDE), shown
-
-
-@pytest.mark.parametrize("record", ACTIVATION_RECORDS, ids=lambda r: r.record_id)
-def test_activation_band_holds_the_log(record: ActivationRecord) -> None:
-    _check("activation", record.record_id, _activation_band(record), record.comparable_logged_bytes())
-
-
-@pytest.mark.parametrize("record", ESTIMATE_RECORDS, ids=lambda r: r.record_id)
-def test_cudagraph_band_holds_the_log(record: EstimateRecord) -> None:
-    _check("cudagraph", record.record_id, _estimate_band(record), int(record.logged_gib * GIB))
-
-
-@pytest.mark.parametrize("record", NON_TORCH_RECORDS, ids=lambda r: r.record_id)
-def test_non_torch_band_holds_the_log(record: NonTorchRecord) -> None:
-    _check("non_torch", record.record_id, _non_torch_band(record), int(record.logged_gib * GIB))
-
-
-def test_ninety_percent_inside_each_band() -> None:
-    shares = {
-        "activation": [_inside(_activation_band(r), r.comparable_logged_bytes()) for r in ACTIVATION_RECORDS],
-        "cudagraph": [_inside(_estimate_band(r), int(r.logged_gib * GIB)) for r in ESTIMATE_RECORDS],
-        "non_torch": [_inside(_non_torch_band(r), int(r.logged_gib * GIB)) for r in NON_TORCH_RECORDS],
-    }
-    for term, inside in shares.items():
-        assert sum(inside) >= 0.9 * len(inside), term
+def test_non_torch_residual_band_holds_most_logs() -> None:
+    """Logged non-torch inside [point - residual_low, point + residual_high] for 3 in 4 logs (the band
+    covers what the whole overhead misses, so non-torch alone sits inside it more often than not)."""
+    outside = {}
+    for record in NON_TORCH_RECORDS:
+        point, logged = record.predicted_bytes(), int(record.logged_gib * GIB)
+        if not point - SHIPPED.residual_low_bytes <= logged <= point + SHIPPED.residual_high_bytes:
+            outside[record.record_id] = (round(point / GIB, 2), record.logged_gib)
+    assert len(outside) <= 0.25 * len(NON_TORCH_RECORDS), outside
 
 
 # gpt-oss-120b's figure is derived (requested - weights - non-torch - available; the printed
