@@ -10,7 +10,9 @@ compared with what vLLM printed: weights, "Available KV cache memory", the KV to
 Every constant of the budget fitted on logs (hkv.planner.budget.fitted) is scored twice:
 - in sample: fitted on every record, then scoring every record (the shipped constants);
 - out of sample: each record scored under a re-fit without every record of its source (author or
-  machine: `source_group`), so a record never judges a constant it helped fit.
+  machine: `source_group`), so a record never judges a constant it helped fit;
+- calibrated: within one source's machine and release, each start-up calibrates hkv for the others
+  (`hkv plan --calibrate LOG`), on top of the out-of-sample constants.
 The targets hold out of sample. `--refit` writes the in-sample fit into
 planner/budget/budget_constants.py (SHIPPED) and stops.
 """
@@ -23,11 +25,11 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from blind_budget.out_of_sample import constants_table_rows, in_sample, observations, out_of_sample
+from blind_budget.out_of_sample import calibrated, constants_table_rows, in_sample, observations, out_of_sample
 from blind_budget.record_result import full_plan, vllm_layout_plan
 from blind_budget.render import print_report
 from blind_budget.shipped_source import write_shipped
-from blind_budget.summary import summarize
+from blind_budget.summary import summarize, summarize_calibrated
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RECORDS = ROOT / "tests" / "data" / "vllm_startups" / "records.json"
@@ -50,16 +52,19 @@ def main(argv: list[str] | None = None) -> int:
         write_shipped(ROOT / "planner" / "budget" / "budget_constants.py", constants)
         print(f"wrote the fit on {len(obs)} start-ups into planner/budget/budget_constants.py", file=sys.stderr)
         return 0
-    outside, _ = out_of_sample(records, data_dir, planner, obs)
+    outside, refits = out_of_sample(records, data_dir, planner, obs)
     in_summary, out_summary = summarize(inside), summarize(outside)
+    pairs = calibrated(records, data_dir, planner, obs, refits)
+    cal_summary = summarize_calibrated(pairs)
     rows = constants_table_rows(constants)
     if args.format == "json":
-        json.dump({"in_sample": in_summary, "out_of_sample": out_summary, "constants": asdict(constants),
+        json.dump({"in_sample": in_summary, "out_of_sample": out_summary, "calibrated": cal_summary,
+                   "constants": asdict(constants),
                    "records": [r.as_dict() for r in outside],
                    "records_in_sample": [r.as_dict() for r in inside]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print_report(outside, in_summary, out_summary, rows)
+        print_report(outside, in_summary, out_summary, rows, cal_summary)
     return 0
 
 

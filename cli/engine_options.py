@@ -15,7 +15,9 @@ import typer
 from hkv.cli.errors import UserError
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.engines.log_engine import LOG_ENGINES, VLLM
+from hkv.planner.engines.sglang.rules import read_sglang_version
 from hkv.planner.engines.sglang.server_args import DEFAULT_SGLANG_VERSION, SglangServerArgs
+from hkv.planner.engines.vllm.rules import read_vllm_version
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.plan_config import DEFAULT_GPU, PlanConfig
 from hkv.planner.sizes import format_gib
@@ -81,7 +83,7 @@ def sglang_given(cfg_fields: dict[str, Any], version: str | None, mem_fraction_s
             name = _GIVEN_FIELDS[field]
             given[name] = _given_value(name, value)
     if version is not None:
-        given["version"] = version
+        given["version"] = read_sglang_version(version).release_text
     if mem_fraction_static is not None:
         given["mem_fraction_static"] = _fraction(mem_fraction_static)
     return given
@@ -100,6 +102,16 @@ def _given_value(name: str, value: Any) -> Any:
         text = _float_name(name, value)
         return None if name == "mamba_ssm_dtype" and text == "auto" else text  # None: the config's
     return value
+
+
+def version_notes(vllm_version: str | None, sglang_version: str | None = None) -> list[str]:
+    """The stderr lines saying which release a pasted --vllm-version / --sglang-version was read as
+    ("vLLM 0.16.1rc1.dev265+g1a2b3c4 read as release 0.16.0 (dev build)"); none for a plain release.
+    InvalidInputError for text that is not a version of a release hkv models."""
+    readings = [(engine, read(text)) for engine, read, text in (("vLLM", read_vllm_version, vllm_version),
+                                                                ("SGLang", read_sglang_version, sglang_version))
+                if text is not None]
+    return [line for engine, reading in readings if (line := reading.note(engine)) is not None]
 
 
 def _fraction(value: float) -> float:

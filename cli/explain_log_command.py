@@ -18,10 +18,11 @@ from hkv.cli.engine_options import (
     SglangVersionOpt,
     refuse_sglang_options_for_vllm,
     sglang_given,
+    version_notes,
 )
 from hkv.cli.errors import CheckFailedError, UserError, handles_errors
 from hkv.cli.log_file import read_log_text
-from hkv.cli.output import OutputFormat, stdout_console, write_json
+from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
     AvailableOpt,
     BlockSizeOpt,
@@ -92,6 +93,8 @@ def explain_log_command(
     """
     options = PlanOptions.from_args(locals())
     cfg = options.plan_config()  # parses and validates what was given
+    for line in version_notes(vllm_version, sglang_version):
+        note(line)
     given = _given_fields(options, cfg)
     lines = read_log_text(log_file).splitlines()
     if detect_log_engine(lines) == SGLANG:
@@ -105,6 +108,8 @@ def explain_log_command(
         raise UserError("the log names no model (no 'non-default args' or engine config line): pass --model")
     spec = load_model_spec(str(model_name))
     explanation = explain_log(log, spec, given)
+    if explanation.version_note is not None:
+        note(explanation.version_note)
     if output_format is OutputFormat.json:
         write_json(explanation_to_dict(explanation))
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from hkv.cli.calibrate_command import calibrate_command
 from hkv.cli.explain_log_command import explain_log_command
 from hkv.cli.gpus_command import gpus_command
 from hkv.cli.models_command import models_command
@@ -27,6 +28,7 @@ app.command("simulate")(simulate_command)
 app.command("run")(run_command)
 app.command("verify")(verify_command)
 app.command("explain-log")(explain_log_command)
+app.command("calibrate")(calibrate_command)
 
 
 def main() -> None:

@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
+from hkv.cli.calibration_options import CalibrateOpt, CalibrationOpt, calibrated
 from hkv.cli.engine_options import (
     EngineOpt, MemFractionOpt, SglangVersionOpt, gpu_assumed, parse_engines, refuse_sglang_options_for_vllm,
-    sglang_server_args,
+    sglang_server_args, version_notes,
 )
 from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.list_options import GpuListOpt, TpListOpt, first_gpu, first_tp, is_sweep
@@ -52,7 +53,7 @@ def plan_command(
     enable_prefix_caching: PrefixOpt = False,
     layout: LayoutOpt = None, emit: EmitOpt = None, output_format: FormatOpt = OutputFormat.human,
     svg: SvgOpt = None, engine: EngineOpt = None, sglang_version: SglangVersionOpt = None,
-    mem_fraction_static: MemFractionOpt = None,
+    mem_fraction_static: MemFractionOpt = None, calibration: CalibrationOpt = None, calibrate: CalibrateOpt = None,
 ) -> None:
     """Derive KV cache groups, pages and pool sizes for every layout and predict capacity.
 
@@ -62,12 +63,15 @@ def plan_command(
     --format json ; hkv plan ./my-model --available-kv-memory 20GiB --layout vllm ;
     hkv plan gemma-3-27b --gpu h100,h200,b200 --tp 1,2,4 ; hkv plan gemma-3-27b --gpu h100 --emit vllm ;
     hkv plan gpt-oss-120b --gpu h100 --engine vllm,sglang --max-model-len 32768 ;
-    hkv plan qwen3-next-80b-a3b --gpu h200 --tp 2 --emit sglang
+    hkv plan qwen3-next-80b-a3b --gpu h200 --tp 2 --emit sglang ;
+    hkv plan qwen3-32b --gpu h100 --calibrate my-vllm-startup.log
     """
     engines = parse_engines(engine)
     svg_path = checked_svg_path(svg, sweep=is_sweep(gpu, tp), emit=emit is not None)
     options = PlanOptions.from_args(locals(), gpu=first_gpu(gpu), tp=first_tp(tp))
-    cfg = options.plan_config()
+    cfg = calibrated(options.plan_config(), calibration, calibrate)
+    for line in version_notes(vllm_version, sglang_version):
+        note(line)
     spec = load_model_spec(model)
     if spec.source_note:  # the Hub could not be asked: say what the plan rests on instead
         note(spec.source_note)

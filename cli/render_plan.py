@@ -25,7 +25,8 @@ def describe_groups(layout: Layout) -> str:
 
 
 _TERM_LABELS = {"weights": "weights per GPU", "activation": "profile peak (activations, sampler)",
-                "cudagraph": "CUDA graph estimate", "non_torch": "non-torch (context, NCCL)"}
+                "cudagraph": "CUDA graph estimate", "non_torch": "non-torch (context, NCCL)",
+                "calibration": "calibration (your start-up log)"}
 
 
 def render_plan(plan: Plan, console: Console) -> None:
@@ -51,8 +52,9 @@ def render_plan(plan: Plan, console: Console) -> None:
                       f"{format_gib(budget.requested_bytes)}")
         for term in budget.terms:
             band = "" if term.is_exact else f"  [dim]({format_gib(term.low_bytes)}-{format_gib(term.high_bytes)})[/dim]"
+            sign = "+" if term.bytes < 0 else "-"  # a signed term may give memory back
             table.add_row(f"{_TERM_LABELS.get(term.name, term.name)} [dim]({term.source})[/dim]",
-                          f"- {format_gib(term.bytes)}{band}")
+                          f"{sign} {format_gib(abs(term.bytes))}{band}")
         low, high = budget.available_band
         band = "" if low == high else f"  [dim]({format_gib(low)}-{format_gib(high)})[/dim]"
         table.add_row(f"available KV memory [dim]({budget.fit_verdict})[/dim]",

@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 from hkv.cli.choices import ALL_LAYOUTS, SimulateLayout
+from hkv.cli.engine_options import version_notes
 from hkv.cli.errors import CheckFailedError, UserError, handles_errors, user_message
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
@@ -155,6 +156,8 @@ def simulate_command(
         raise UserError("--trace-format, --trace-limit and --trace-window apply to --trace FILE only")
     svg_path = checked_simulation_svg_path(svg, probe=probe_capacity_flag, sweep_split=sweep_split)
     cfg = options.plan_config()
+    for line in version_notes(vllm_version):
+        note(line)
     spec = load_model_spec(model)
     the_plan = plan(spec, cfg)
     if not the_plan.budget.fits:

@@ -10,8 +10,12 @@ Each weight carries the part of the checkpoint it belongs to (`language_model`, 
 `audio`, `mtp`: checkpoint_parts.py's names), its checkpoint module name (quantization skip lists
 match on it), the layer it sits in (for pipeline parallelism) and how vLLM splits it over
 tensor-parallel ranks. `buffers` are tensors vLLM allocates at load that are not parameters (rotary
-cos/sin caches); they are not counted in `num_params`. Pure data: the builders are
-param_breakdown_build.py (decoders) and param_breakdown_towers.py (vision).
+cos/sin caches); `token_buffers` are such tensors sized per scheduled token (numel per token, times
+max_num_batched_tokens: Gemma 4's per-layer-input buffer); neither is counted in `num_params`, nor
+are weights marked `allocated_only` (vLLM builds them though the checkpoint has no such tensor:
+Gemma 4's K/V slots of the fused QKV on KV-shared layers). Pure data: the builders are
+param_breakdown_build.py (decoders), param_breakdown_towers.py (vision) and
+param_breakdown_audio.py (audio).
 """
 
 from __future__ import annotations
@@ -49,9 +53,12 @@ class LinearWeight:
     bias: bool = False
     kv_heads: int = 0  # > 0: a K or V projection of this many heads (out = kv_heads x head_dim)
     role: LinearRole = "linear"
+    allocated_only: bool = False  # vLLM allocates it, the checkpoint has no such tensor
 
     @property
     def num_params(self) -> int:
+        if self.allocated_only:
+            return 0
         return self.count * (self.in_features * self.out_features + (self.out_features if self.bias else 0))
 
 
@@ -63,6 +70,7 @@ class DenseWeight:
     layer: int = 0
     parallel: DenseParallel = "replicated"
     rows: int = 0  # vocab-parallel weights: the number of rows (vocabulary entries) of `numel`
+    allocated_only: bool = False  # vLLM allocates it, the checkpoint has no such tensor
 
 
 @dataclass(frozen=True)
@@ -70,12 +78,13 @@ class ParamBreakdown:
     linears: tuple[LinearWeight, ...]
     dense: tuple[DenseWeight, ...]
     buffers: tuple[DenseWeight, ...] = ()  # allocated at load, not parameters (rotary caches)
+    token_buffers: tuple[DenseWeight, ...] = ()  # allocated at load, numel per max_num_batched_tokens
     num_layers: int = 0  # decoder layers of the language model (pipeline stages split these)
     exact: bool = True  # False: the family has no builder; the linears are a Llama-shaped stand-in
 
     def num_params(self, parts: tuple[Part, ...] = PARTS) -> int:
         return sum(w.num_params for w in self.linears if w.part in parts) + sum(
-            w.numel for w in self.dense if w.part in parts
+            w.numel for w in self.dense if w.part in parts and not w.allocated_only
         )
 
     def parts_present(self) -> tuple[Part, ...]:

@@ -1,4 +1,5 @@
-"""The ParamBreakdown of a config: decoder weights by family, towers (param_breakdown_towers.py), MTP.
+"""The ParamBreakdown of a config: decoder weights by family, vision towers (param_breakdown_towers.py),
+audio towers (param_breakdown_audio.py), MTP.
 
 Families with a builder here list every weight; the total of their language-model part equals
 `count_params` (the analytic count tests check against transformers). Other families get a
@@ -20,6 +21,13 @@ from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.param_breakdown import EMBED_LAYER, HEAD_LAYER, DenseWeight, LinearWeight, ParamBreakdown, Part
 from hkv.model_specs.param_breakdown_blocks import Weights
 from hkv.model_specs.param_breakdown_deepseek_v4 import deepseek_v4_layer, deepseek_v4_mtp, deepseek_v4_rotary
+from hkv.model_specs.param_breakdown_audio import audio_weights
+from hkv.model_specs.param_breakdown_gemma4 import (
+    gemma4_layer,
+    gemma4_model_wide,
+    gemma4_rotary,
+    gemma4_token_buffers,
+)
 from hkv.model_specs.param_breakdown_towers import tower_weights
 from hkv.model_specs.param_count_common import Kinds, is_attention, is_tied, qwen_sparse_layers
 
@@ -30,6 +38,7 @@ _WRAPPER_PREFIX = {
     "Qwen3_5MoeForConditionalGeneration": "model.language_model.",
     "Gemma3ForConditionalGeneration": "language_model.model.",
     "Mistral3ForConditionalGeneration": "language_model.model.",
+    "Gemma4ForConditionalGeneration": "model.language_model.",
 }
 
 
@@ -213,6 +222,7 @@ LAYER_BUILDERS: dict[str, LayerBuilder] = {
     "qwen3_5_text": _qwen3_next,
     "qwen3_5_moe_text": _qwen3_next,
     "deepseek_v4": deepseek_v4_layer,
+    "gemma4_text": gemma4_layer,
 }
 
 
@@ -313,9 +323,26 @@ def _rotary_buffer(view: ConfigView) -> tuple[DenseWeight, ...]:
     return tuple(out)
 
 
+def _no_model_wide(view: ConfigView, kinds: Kinds, prefix: str) -> Weights:
+    return []
+
+
+# Families with model-wide weights beyond embeddings / norm / lm_head (Gemma 4's per-layer inputs).
+MODEL_WIDE_BUILDERS: dict[str, Callable[[ConfigView, Kinds, str], Weights]] = {"gemma4_text": gemma4_model_wide}
 # Families whose MTP block or rotary caches are their own (default: _mtp, _rotary_buffer).
 MTP_BUILDERS: dict[str, Callable[[ConfigView, Kinds, LayerBuilder], Weights]] = {"deepseek_v4": deepseek_v4_mtp}
-ROTARY_BUILDERS: dict[str, Callable[[ConfigView], tuple[DenseWeight, ...]]] = {"deepseek_v4": deepseek_v4_rotary}
+ROTARY_BUILDERS: dict[str, Callable[[ConfigView], tuple[DenseWeight, ...]]] = {
+    "deepseek_v4": deepseek_v4_rotary,
+    "gemma4_text": gemma4_rotary,
+}
+def _no_token_buffers(view: ConfigView, kinds: Kinds) -> tuple[DenseWeight, ...]:
+    return ()
+
+
+# Families allocating buffers per scheduled token while loading (numel per token).
+TOKEN_BUFFER_BUILDERS: dict[str, Callable[[ConfigView, Kinds], tuple[DenseWeight, ...]]] = {
+    "gemma4_text": gemma4_token_buffers,
+}
 
 
 def build_breakdown(
@@ -330,12 +357,15 @@ def build_breakdown(
         weights = _embeddings(view, prefix)
         for i in range(len(kinds)):
             weights += builder(view, kinds, i, f"{prefix}{i}.")
+        weights += MODEL_WIDE_BUILDERS.get(view.family, _no_model_wide)(view, kinds, prefix)
         weights += MTP_BUILDERS.get(view.family, _mtp)(view, kinds, builder)
     weights += tower_weights(config, view.int_value("hidden_size"))
+    weights += audio_weights(config, view.int_value("hidden_size"))
     return ParamBreakdown(
         linears=tuple(w for w in weights if isinstance(w, LinearWeight)),
         dense=tuple(w for w in weights if isinstance(w, DenseWeight) and w.numel),
         buffers=ROTARY_BUILDERS.get(view.family, _rotary_buffer)(view),
+        token_buffers=TOKEN_BUFFER_BUILDERS.get(view.family, _no_token_buffers)(view, kinds),
         num_layers=len(kinds),
         exact=builder is not None,
     )

@@ -9,8 +9,9 @@ count transformers' own classes built from tiny configs):
              LayerNorm blocks with fused qkv and fc1/fc2, patch merger (+ Qwen3-VL deepstack mergers);
   qwen2_5_vl Qwen2-VL / Qwen2.5-VL ViT: bias-free Conv3d, RMSNorm blocks with a gated MLP, merger;
   siglip     Gemma 3's SigLIP (no pooling head) + its projector (a plain matrix and an RMSNorm);
-  pixtral    Mistral-Small-3.x's Pixtral + the Mistral3 projector (patch merger, two linears).
-Audio towers are not modelled (their bytes come from safetensors headers when at hand).
+  pixtral    Mistral-Small-3.x's Pixtral + the Mistral3 projector (patch merger, two linears);
+  gemma4     Gemma 4's gemma4_vision encoder + embed_vision projector (param_breakdown_gemma4.py).
+Audio towers: param_breakdown_audio.py.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight, Part
 from hkv.model_specs.param_breakdown_blocks import Weights
+from hkv.model_specs.param_breakdown_gemma4 import gemma4_vision
 
 V: Part = "vision"
 
@@ -168,6 +170,8 @@ TOWER_BUILDERS: dict[str, TowerBuilder] = {
     "gemma3": _siglip,
     "pixtral": _pixtral,
     "mistral3": _pixtral,
+    "gemma4_vision": gemma4_vision,
+    "gemma4": gemma4_vision,
 }
 
 

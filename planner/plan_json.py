@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec
@@ -10,6 +10,7 @@ from hkv.planner.budget.budget_json import budget_to_dict
 from hkv.planner.capacity_band import CapacityBand
 from hkv.planner.layout import KVCacheGroup, Layout
 from hkv.planner.plan import LayoutReport, Plan
+from hkv.planner.plan_config import PlanConfig
 
 SCHEMA_VERSION = 1
 
@@ -50,6 +51,14 @@ def layout_to_dict(report: LayoutReport) -> dict[str, Any]:
     }
 
 
+def config_to_dict(cfg: PlanConfig) -> dict[str, Any]:
+    """The plan's options; the fitted budget constants stand as the calibration that changed them
+    (its one-line note) or null for the shipped fit."""
+    out = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "budget_constants"}
+    out["calibration"] = cfg.budget_constants.calibration_note or None
+    return out
+
+
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
     model = plan.model
     return {
@@ -69,7 +78,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "source": model.source,  # "hub:<id>@<commit>", "hf-cache:<path>", "catalog:<name>" or a path
             "source_note": model.source_note,  # the fallback taken when the Hub could not be asked
         },
-        "config": asdict(plan.config),
+        "config": config_to_dict(plan.config),
         "vllm_version": plan.config.vllm_rules().name,  # the release the vllm layouts follow
         "block_size": asdict(plan.block) if plan.block is not None else None,  # in force, and why
         "budget": budget_to_dict(plan.budget),

@@ -102,10 +102,28 @@ def constants_table(rows: list[tuple[str, str, str]]) -> Table:
     return table
 
 
+def calibrated_table(s: dict[str, Any]) -> Table:
+    table = Table(title="Calibrated on one start-up, scored on the others of the same source's machine and release "
+                        "(goal: MAPE <= 1 %)")
+    table.add_column("metric")
+    table.add_column("value", overflow="fold")
+    worst = s["worst"]
+    for row in (
+        ("pairs (calibrator, scored)", f"{s['pairs']} over {len(s['machines'])} start-ups"),
+        ("MAPE available KV", f"{_num(s['available_mape_pct'], '{:.2f}%')} over {s['available_n']}"),
+        ("MAPE KV tokens", f"{_num(s['tokens_mape_pct'], '{:.2f}%')} over {s['tokens_n']}"),
+        ("available inside the calibrated band", f"{s['available_in_band']} of {s['available_n']}"),
+        ("worst pair", "-" if worst is None else f"{worst[0]:.2f}% ({worst[2]} calibrated on {worst[1]})"),
+    ):
+        table.add_row(*row)
+    return table
+
+
 def print_report(results: list[RecordResult], in_sample: dict[str, Any], out_of_sample: dict[str, Any],
-                 constants_rows: list[tuple[str, str, str]]) -> None:
+                 constants_rows: list[tuple[str, str, str]], calibrated_summary: dict[str, Any]) -> None:
     console = Console(width=200)
     console.print(records_table(results))
     console.print(terms_table(results))
     console.print(constants_table(constants_rows))
     console.print(summary_table(in_sample, out_of_sample))
+    console.print(calibrated_table(calibrated_summary))

@@ -14,7 +14,7 @@ def shipped_text(constants: BudgetConstants) -> str:
     lines = ["SHIPPED = BudgetConstants("]
     for name in constants.value_names():
         value = getattr(constants, name)
-        text = (f"GraphBytes({value.first_capture_bytes}, {value.per_graph_bytes})" if isinstance(value, GraphBytes)
+        text = (f"GraphBytes({value.first_capture_bytes}, {value.per_graph_tokens})" if isinstance(value, GraphBytes)
                 else str(value))
         lines.append(f"    {name}={text},")
     lines.append("    fitted_on=(")

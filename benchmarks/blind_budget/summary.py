@@ -60,3 +60,20 @@ def _term_stats(planned: list[RecordResult], name: str) -> dict[str, Any]:
     if not diffs:
         return {"n": 0, "mean_error_gib": None, "mean_abs_error_gib": None}
     return {"n": len(diffs), "mean_error_gib": mean(diffs), "mean_abs_error_gib": mean(abs(d) for d in diffs)}
+
+
+def summarize_calibrated(pairs: list[tuple[str, RecordResult]]) -> dict[str, Any]:
+    """Calibrated on one start-up, scored on another of the same source's machine and release."""
+    avail = [(c, r) for c, r in pairs if r.error is None and "available_kv_gib" in r.logged and r.available_gib is not None]
+    tokens = [(c, r) for c, r in pairs if r.error is None and "kv_cache_tokens" in r.logged and r.kv_cache_tokens]
+    return {
+        "pairs": len(pairs),
+        "machines": sorted({r.record_id for _, r in pairs}),
+        "available_mape_pct": _mape([(r.available_gib, r.logged["available_kv_gib"]) for _, r in avail]),
+        "available_n": len(avail),
+        "tokens_mape_pct": _mape([(r.kv_cache_tokens, r.logged["kv_cache_tokens"]) for _, r in tokens]),
+        "tokens_n": len(tokens),
+        "available_in_band": sum(_inside(r.logged["available_kv_gib"], r.available_band_gib) for _, r in avail),
+        "worst": max(((abs(pct_error(r.available_gib, r.logged["available_kv_gib"])), c, r.record_id) for c, r in avail),
+                     default=None),
+    }

@@ -16,11 +16,11 @@ MIB = 2**20
 
 @dataclass(frozen=True)
 class GraphBytes:
-    """The CUDA graph estimate's bytes per decoder layer: the first capture of a mode, and each
-    further graph (cudagraph_estimate.py has the formula)."""
+    """The CUDA graph estimate per decoder layer: the first capture's bytes, and each further graph
+    in tokens' worth of the forward's live set (cudagraph_estimate.py has the formula)."""
 
     first_capture_bytes: int
-    per_graph_bytes: int
+    per_graph_tokens: float
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,16 @@ class BudgetConstants:
     comm_pcie_bytes_per_tp_doubling: int  # NCCL alone: custom all-reduce is off without P2P
     linear_attention_bytes: int  # gated-delta-net / KDA Triton kernels' workspaces
     unified_memory_bytes: int  # the host's share of a unified-memory device's free-memory drop
-    dense_graph: GraphBytes
-    moe_graph: GraphBytes
-    residual_low_bytes: int
+    graph: GraphBytes
+    residual_low_bytes: int  # discrete GPUs
     residual_high_bytes: int
+    # Unified memory (GB10): the host's own use comes out of the same pool, so its residuals are apart.
+    unified_residual_low_bytes: int = 0
+    unified_residual_high_bytes: int = 0
+    # Hidden-sized tensors per decoder layer that the profile peak of a dense model on vLLM's V2
+    # runner holds beyond its forward and sampler (T x hidden x layers x dtype bytes each): seen on
+    # every dense V2 log, not found in vLLM's code, so fitted (profile.v2_dense_layer_bytes).
+    v2_dense_layer_tensors: float = 0.0
     # After calibrating on a user's own log: the same-machine residual band (fitted on shared records
     # from one source, machine and release: calibrated on one, scored on the others).
     calibrated_residual_low_bytes: int = 0
@@ -65,15 +71,35 @@ class BudgetConstants:
 # The fit on every shared start-up (fitted/fit.py); values in bytes.
 # BEGIN FIT (benchmarks/bench_blind_budget.py --refit writes this block)
 SHIPPED = BudgetConstants(
-    context_bytes=int(0.13 * GIB),
-    consumed_context_bytes=int(0.4 * GIB),
-    comm_nvlink_bytes_per_tp_doubling=int(0.42 * GIB),
-    comm_pcie_bytes_per_tp_doubling=int(0.42 * GIB),
-    linear_attention_bytes=int(0.45 * GIB),
-    unified_memory_bytes=0,
-    dense_graph=GraphBytes(4 * MIB, int(0.21 * MIB)),
-    moe_graph=GraphBytes(10 * MIB, int(0.62 * MIB)),
-    residual_low_bytes=int(0.5 * GIB),
-    residual_high_bytes=int(0.5 * GIB),
+    context_bytes=139586437,
+    consumed_context_bytes=0,
+    comm_nvlink_bytes_per_tp_doubling=440234147,
+    comm_pcie_bytes_per_tp_doubling=34914190,
+    linear_attention_bytes=46170900,
+    unified_memory_bytes=1037628814,
+    graph=GraphBytes(9917586, 2.7716),
+    residual_low_bytes=850831814,
+    residual_high_bytes=895940350,
+    unified_residual_low_bytes=1379647645,
+    unified_residual_high_bytes=4337008382,
+    v2_dense_layer_tensors=1.0712,
+    calibrated_residual_low_bytes=188894150,
+    calibrated_residual_high_bytes=188894150,
+    fitted_on=(
+        ('graph', ('r001_qwen35_9b_l40s', 'r003_qwen36_27b_nvfp4_spark', 'r009_glm52_nvfp4_tp4ep_v026', 'r014_qwen36_35b_nvfp4_spark_v020', 'r017_dsv4_flash_2xspark_tp2_v021')),
+        ('v2_dense_layer_tensors', ('q004', 'q006')),
+        ('context_bytes', ('r018_llmd_gptoss20b_h100', 'r022_llmd_llama31_8b_h100', 'r023_llmd_qwen3_06b_h100', 'r024_llmd_qwen3_32b_tp1_h100', 'r026_llmd_mistral_small32_h100', 'r031_qwen3_8b_fp8_24g_debug', 'r052_vllm24577_qwen3_06b_a100_flashinfer', 'r053_myoceane_gemma4_26b_a4b_a100_eager', 'q004', 'q006', 'q010', 'q013', 'q020')),
+        ('consumed_context_bytes', ('r008_llama31_8b_a100_v031', 'r011_qwen25_05b_4090_wsl_v0271', 'q015')),
+        ('comm_nvlink_bytes_per_tp_doubling', ('r009_glm52_nvfp4_tp4ep_v026', 'r020_llmd_llama33_70b_fp8_tp2_h100', 'r025_llmd_qwen3_32b_tp2_h100')),
+        ('comm_pcie_bytes_per_tp_doubling', ('r049_vllm51590_gptoss120b_tp8_pro4500_v028', 'q001', 'q002')),
+        ('linear_attention_bytes', ('r001_qwen35_9b_l40s', 'r010_qwen3next_80b_2xh200_v0102', 'q012')),
+        ('unified_memory_bytes', ('r003_qwen36_27b_nvfp4_spark', 'r014_qwen36_35b_nvfp4_spark_v020', 'r015_nemotron3_nano_30b_spark_v0202', 'r017_dsv4_flash_2xspark_tp2_v021', 'q003', 'q029')),
+        ('residual_low_bytes', ('r018_llmd_gptoss20b_h100', 'r020_llmd_llama33_70b_fp8_tp2_h100', 'r022_llmd_llama31_8b_h100', 'r023_llmd_qwen3_06b_h100', 'r024_llmd_qwen3_32b_tp1_h100', 'r025_llmd_qwen3_32b_tp2_h100', 'r026_llmd_mistral_small32_h100', 'q001', 'q002', 'q004', 'q006', 'q010', 'q012', 'q013', 'q015', 'q020', 'r001_qwen35_9b_l40s', 'r008_llama31_8b_a100_v031', 'r009_glm52_nvfp4_tp4ep_v026', 'r010_qwen3next_80b_2xh200_v0102', 'r011_qwen25_05b_4090_wsl_v0271', 'r031_qwen3_8b_fp8_24g_debug', 'r049_vllm51590_gptoss120b_tp8_pro4500_v028', 'r052_vllm24577_qwen3_06b_a100_flashinfer', 'r053_myoceane_gemma4_26b_a4b_a100_eager')),
+        ('residual_high_bytes', ('r018_llmd_gptoss20b_h100', 'r020_llmd_llama33_70b_fp8_tp2_h100', 'r022_llmd_llama31_8b_h100', 'r023_llmd_qwen3_06b_h100', 'r024_llmd_qwen3_32b_tp1_h100', 'r025_llmd_qwen3_32b_tp2_h100', 'r026_llmd_mistral_small32_h100', 'q001', 'q002', 'q004', 'q006', 'q010', 'q012', 'q013', 'q015', 'q020', 'r001_qwen35_9b_l40s', 'r008_llama31_8b_a100_v031', 'r009_glm52_nvfp4_tp4ep_v026', 'r010_qwen3next_80b_2xh200_v0102', 'r011_qwen25_05b_4090_wsl_v0271', 'r031_qwen3_8b_fp8_24g_debug', 'r049_vllm51590_gptoss120b_tp8_pro4500_v028', 'r052_vllm24577_qwen3_06b_a100_flashinfer', 'r053_myoceane_gemma4_26b_a4b_a100_eager')),
+        ('unified_residual_low_bytes', ('q003', 'r003_qwen36_27b_nvfp4_spark', 'q029', 'r014_qwen36_35b_nvfp4_spark_v020', 'r015_nemotron3_nano_30b_spark_v0202', 'r017_dsv4_flash_2xspark_tp2_v021')),
+        ('unified_residual_high_bytes', ('q003', 'r003_qwen36_27b_nvfp4_spark', 'q029', 'r014_qwen36_35b_nvfp4_spark_v020', 'r015_nemotron3_nano_30b_spark_v0202', 'r017_dsv4_flash_2xspark_tp2_v021')),
+        ('calibrated_residual_low_bytes', ('r003_qwen36_27b_nvfp4_spark', 'q029', 'r018_llmd_gptoss20b_h100', 'r020_llmd_llama33_70b_fp8_tp2_h100', 'r022_llmd_llama31_8b_h100', 'r023_llmd_qwen3_06b_h100', 'r024_llmd_qwen3_32b_tp1_h100', 'r025_llmd_qwen3_32b_tp2_h100', 'r026_llmd_mistral_small32_h100')),
+        ('calibrated_residual_high_bytes', ('r003_qwen36_27b_nvfp4_spark', 'q029', 'r018_llmd_gptoss20b_h100', 'r020_llmd_llama33_70b_fp8_tp2_h100', 'r022_llmd_llama31_8b_h100', 'r023_llmd_qwen3_06b_h100', 'r024_llmd_qwen3_32b_tp1_h100', 'r025_llmd_qwen3_32b_tp2_h100', 'r026_llmd_mistral_small32_h100')),
+    ),
 )
 # END FIT

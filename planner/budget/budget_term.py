@@ -13,7 +13,8 @@ from typing import Literal
 # given: the user said so; header: safetensors headers (exact); config: computed from the config's
 # dimensions and quantization (exact up to what vLLM adds); estimate: a model of vLLM's profile run,
 # its band the residuals measured on real start-up logs.
-TermSource = Literal["given", "header", "config", "estimate"]
+# log: the user's own start-up log (a calibration, budget/fitted/calibration.py).
+TermSource = Literal["given", "header", "config", "estimate", "log"]
 
 
 @dataclass(frozen=True)
@@ -24,10 +25,11 @@ class BudgetTerm:
     low_bytes: int
     high_bytes: int
     note: str = ""  # what the term is made of, for people
+    signed: bool = False  # a correction that may give memory back (a calibration's residual); else >= 0
 
     def __post_init__(self) -> None:
-        assert 0 <= self.low_bytes <= self.bytes <= self.high_bytes, (self.name, self.low_bytes, self.bytes,
-                                                                       self.high_bytes)
+        assert self.low_bytes <= self.bytes <= self.high_bytes, (self.name, self.low_bytes, self.bytes, self.high_bytes)
+        assert self.signed or self.low_bytes >= 0, (self.name, self.low_bytes)
 
     @classmethod
     def exact(cls, name: str, value: int, source: TermSource, note: str = "") -> BudgetTerm:

@@ -1,10 +1,17 @@
 """Which vLLM model runner profiles a model: V1 (gpu_model_runner.py) or V2 (gpu/model_runner.py).
 
 The two profile differently: V2's dummy sampler is greedy (sampler_peak.py) and, before 0.29,
-its `profile_cudagraph_memory` returned 0, so no graph estimate was subtracted. V2 is the
-default (config/vllm.py `use_v2_model_runner`) from 0.25 for dense models without recurrent
-state (0.23-0.24: a short list of architectures, not modelled), from 0.32 for every model
-(only features such as pipeline parallelism with async scheduling keep V1).
+its `profile_cudagraph_memory` returned 0 (gpu/model_runner.py, 0.25-0.28), so no graph estimate
+was subtracted. V2 is the default (config/vllm.py `use_v2_model_runner`):
+- 0.25-0.28 (`_is_default_v2_model_runner_model`): generate models that are neither hybrid nor
+  attention-free, and not MoE unless listed in DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES
+  (DeepseekV2, Qwen2Moe, GraniteMoe; 0.26 adds Inkling and LongcatFlashNgram, 0.27 KimiK3 and
+  lets a listed hybrid in). The list is not modelled: a listed MoE is taken for V1 here.
+  Quantization plays no part (an AWQ Qwen2 runs on V2, as log q004 on 0.26.0 shows: its
+  KV budget 8.00 = 14.39 requested - 5.29 weights - 1.04 activation - 0.06 non-torch, the
+  0.48 GiB of graphs it also prints being the capture after the KV cache, not an estimate).
+- from 0.29: every model on CUDA (the architecture test is gone; only unsupported features,
+  missing Triton, or ROCm's V1 list keep V1). 0.23-0.24: a short list, not modelled.
 """
 
 from __future__ import annotations

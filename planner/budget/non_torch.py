@@ -43,4 +43,4 @@ class NonTorchSetup:
         comm = int(per_doubling * log2(self.tp)) if self.tp > 1 else 0
         kernels = constants.linear_attention_bytes if self.linear_attention else 0
         host = constants.unified_memory_bytes + self.pinned_host_bytes if self.unified_memory else 0
-        return max(0, context + comm + kernels + host + constants.calibration_offset_bytes)
+        return context + comm + kernels + host

@@ -20,7 +20,9 @@ from __future__ import annotations
 from dataclasses import replace
 from math import ceil
 
-from hkv.model_specs.layer_desc import RecurrentDesc
+from hkv.model_specs.cache_spec import CacheRole
+from hkv.model_specs.indexer_cache import MINIMAX_M3_FAMILIES
+from hkv.model_specs.layer_desc import AttentionDesc, RecurrentDesc
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.budget.budget_term import Band, BudgetTerm
 from hkv.planner.budget.cudagraph_estimate import CudagraphEstimate, cudagraph_estimate
@@ -31,6 +33,7 @@ from hkv.planner.budget.encoder_profile import (
     tokens_per_item,
 )
 from hkv.planner.budget.gpu_table import get_gpu
+from hkv.planner.budget.indexer_workspace import indexer_workspace_bytes
 from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runner
 from hkv.planner.budget.non_torch import LINEAR_ATTENTION_VARIANTS, NonTorchSetup
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
@@ -96,7 +99,32 @@ def sampler_paths_for(model: ModelSpec, cfg: PlanConfig) -> tuple[SamplerPath, .
     rules = cfg.vllm_rules()
     return sampler_paths(sorts_vocab=rules.sampler_sorts_vocab, flashinfer_by_default=rules.flashinfer_sampler_default,
                          flashinfer_installed=cfg.flashinfer_installed, v2_runner=runs_on_v2(model, cfg),
-                         v2_flashinfer_warmup=rules.v2_sampler_warmup_pass and flashinfer_sampler_device(cfg))
+                         v2_flashinfer_warmup=rules.v2_sampler_warmup_pass and flashinfer_sampler_device(cfg),
+                         v2_copies_logits=rules.v2_sampler_copies_logits)
+
+
+def dsa_workspace_bytes(model: ModelSpec, cfg: PlanConfig) -> int:
+    """The DSA indexer's profile workspace (indexer_workspace.py); 0 for a model without one, or a
+    release that does not reserve it."""
+    keys = [layer for layer in model.cache_layers
+            if isinstance(layer, AttentionDesc) and layer.role is CacheRole.INDEXER]
+    # MiniMax-M3's index keys go through its own sparse attention, not DSA's sparse_attn_indexer
+    if not keys or model.family in MINIMAX_M3_FAMILIES or not cfg.vllm_rules().dsa_profile_workspace:
+        return 0
+    key_bytes = keys[0].head_dim * (keys[0].fixed_dtype_bytes or 1)
+    return indexer_workspace_bytes(cfg.max_model_len or model.max_model_len, key_bytes)
+
+
+def v2_dense_layer_bytes(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> int:
+    """T x hidden x layers (this rank's) x dtype bytes for a dense model (no MoE, no recurrent state)
+    on the V2 runner, else 0: the unit of BudgetConstants.v2_dense_layer_tensors. The logs of dense
+    models on V2 (0.26 q004: 0.80 GiB above the forward and sampler; 0.27.1 r011, 0.31 r008) hold
+    about two such tensors more than vLLM's profile code accounts for (a hybrid on V2, 0.29 q012,
+    holds none), so the count is fitted and scored out of sample."""
+    if not runs_on_v2(model, cfg) or model.num_experts_per_tok > 0 or has_state(model):
+        return 0
+    return max_num_batched_tokens * model.hidden_size * ceil(model.num_hidden_layers / cfg.pp) * \
+        activation_dtype_bytes(model, cfg)
 
 
 def activation_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> BudgetTerm:
@@ -106,13 +134,20 @@ def activation_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: i
     encoder = 0 if cfg.language_model_only else encoder_outputs_bytes(
         model.architectures, model.family, max_num_batched_tokens, model.hidden_size, shape.dtype_bytes)
     vision = model_vision_profile(model, cfg, max_num_batched_tokens)
+    v2_dense = int(cfg.budget_constants.v2_dense_layer_tensors * v2_dense_layer_bytes(model, cfg, max_num_batched_tokens))
+    workspace = dsa_workspace_bytes(model, cfg) + v2_dense
     terms, samplers = [], []
     for path in sampler_paths_for(model, cfg):
         sampler = sampler_profile(max_num_batched_tokens, mns, model.vocab_size, shape.dtype_bytes, path)
         peak = activation_peak(shape, max_num_batched_tokens, sampler.peak_bytes, encoder,
                                pixel_bytes=vision.pixel_bytes() if vision else 0,
-                               vision_bytes=vision.transient_bytes() if vision else 0)
+                               vision_bytes=vision.transient_bytes() if vision else 0, workspace_bytes=workspace)
         images = f"; vision tower on {vision.items} dummy images, {vision.num_patches} patches" if vision else ""
+        if workspace - v2_dense:
+            images += f"; DSA indexer workspace {(workspace - v2_dense) / 2**30:.2f} GiB"
+        if v2_dense:
+            images += (f"; {cfg.budget_constants.v2_dense_layer_tensors:.2f} hidden-sized tensors per layer the V2 "
+                       f"runner's profile holds ({v2_dense / 2**30:.2f} GiB, fitted)")
         samplers.append(f"{path} sampler {sampler.rows} rows x {sampler.vocab_size} x {sampler.bytes_per_element} B")
         note = f"profile run peak: {peak.dominant} dominates ({samplers[-1]}; forward {max_num_batched_tokens} tokens{images})"
         terms.append(POINT.term("activation", peak.bytes, note))
@@ -129,9 +164,11 @@ def graph_estimate(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: in
     """The graphs vLLM's memory profiler would capture for its estimate; None under --enforce-eager."""
     if cfg.enforce_eager:
         return None
+    shape = forward_shape(model, cfg)
     return cudagraph_estimate(ceil(model.num_hidden_layers / cfg.pp), cfg.max_num_seqs or DEFAULT_MAX_NUM_SEQS,
                               max_num_batched_tokens, moe=model.num_experts_per_tok > 0,
-                              decode_query_len=1 + cfg.speculative_tokens)
+                              decode_query_len=1 + cfg.speculative_tokens,
+                              live_bytes_per_token=shape.kept_bytes(1) + shape.forward_extra_bytes(1))
 
 
 def graph_estimate_subtracted(model: ModelSpec, cfg: PlanConfig) -> bool:
@@ -166,10 +203,12 @@ def non_torch_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: in
     constants = cfg.budget_constants
     link = "" if cfg.tp == 1 else (" over NVLink" if setup.nvlink else " over PCIe (no custom all-reduce)")
     host = f", {setup.pinned_host_bytes / 2**30:.2f} GiB pinned host buffers (unified memory)" if setup.unified_memory else ""
-    if constants.calibrated:
-        band = Band(0.0, 0.0, abs_low=constants.calibrated_residual_low_bytes,
-                    abs_high=constants.calibrated_residual_high_bytes)
-        source = f"; {constants.calibration_note}"
+    if constants.calibrated:  # the calibration term carries what remains uncertain
+        band = POINT
+        source = ""
+    elif setup.unified_memory:
+        band = Band(0.0, 0.0, abs_low=constants.unified_residual_low_bytes, abs_high=constants.unified_residual_high_bytes)
+        source = "; band: what graphs + non-torch missed on real unified-memory start-ups, out of sample"
     else:
         band = Band(0.0, 0.0, abs_low=constants.residual_low_bytes, abs_high=constants.residual_high_bytes)
         source = "; band: what graphs + non-torch missed on real start-ups, out of sample"
@@ -177,7 +216,18 @@ def non_torch_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: in
                      f"CUDA context, cuBLAS, TP {cfg.tp} communication{link}{host} (estimate){source}")
 
 
+def calibration_term(cfg: PlanConfig) -> BudgetTerm:
+    """The user's own log's residual (signed: a log that took less than hkv's terms gives it back),
+    banded by what a calibration leaves on the same machine (fitted/fit.py calibrated_band)."""
+    c = cfg.budget_constants
+    return BudgetTerm("calibration", c.calibration_offset_bytes, "log", c.calibration_offset_bytes
+                      - c.calibrated_residual_low_bytes, c.calibration_offset_bytes + c.calibrated_residual_high_bytes,
+                      c.calibration_note, signed=True)
+
+
 def profile_terms(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> tuple[BudgetTerm, ...]:
-    """The activation, cudagraph and non_torch terms of one rank (in that order)."""
-    return (activation_term(model, cfg, max_num_batched_tokens), cudagraph_term(model, cfg, max_num_batched_tokens),
-            non_torch_term(model, cfg, max_num_batched_tokens))
+    """The activation, cudagraph and non_torch terms of one rank (in that order), then the
+    calibration's when the plan is calibrated on a log."""
+    terms = (activation_term(model, cfg, max_num_batched_tokens), cudagraph_term(model, cfg, max_num_batched_tokens),
+             non_torch_term(model, cfg, max_num_batched_tokens))
+    return (*terms, calibration_term(cfg)) if cfg.budget_constants.calibrated else terms

@@ -65,10 +65,13 @@ class ActivationPeak:
     encoder_bytes: int = 0
     pixel_bytes: int = 0  # the dummy images' pixel values, alive through the whole run
     vision_bytes: int = 0  # the vision tower's transient live set (before the decoder's forward)
+    workspace_bytes: int = 0  # workspaces reserved during the forward and kept (indexer_workspace.py)
 
     def decoder_bytes(self) -> int:
-        """The decoder's phase: kept hidden states, cached encoder outputs, forward or sampler."""
-        return self.kept_bytes + self.encoder_bytes + max(self.forward_extra_bytes, self.sampler_bytes)
+        """The decoder's phase: kept hidden states, cached encoder outputs, reserved workspaces,
+        forward or sampler."""
+        return (self.kept_bytes + self.encoder_bytes + self.workspace_bytes
+                + max(self.forward_extra_bytes, self.sampler_bytes))
 
     @property
     def bytes(self) -> int:
@@ -82,8 +85,8 @@ class ActivationPeak:
 
 
 def activation_peak(shape: ForwardShape, num_tokens: int, sampler_bytes: int, encoder_bytes: int = 0,
-                    pixel_bytes: int = 0, vision_bytes: int = 0) -> ActivationPeak:
+                    pixel_bytes: int = 0, vision_bytes: int = 0, workspace_bytes: int = 0) -> ActivationPeak:
     """The peak of a profile run on `num_tokens` (max_num_batched_tokens) dummy tokens; the vision
     tower's phase (vision_profile.py) runs before the decoder's and is freed first."""
     return ActivationPeak(shape.kept_bytes(num_tokens), shape.forward_extra_bytes(num_tokens), sampler_bytes,
-                          encoder_bytes, pixel_bytes, vision_bytes)
+                          encoder_bytes, pixel_bytes, vision_bytes, workspace_bytes)

@@ -21,8 +21,16 @@ release's v1/sample/sampler.py and v1/sample/ops/topk_topp_sampler.py):
   VLLM_USE_FLASHINFER_SAMPLER=0 forces the sort.
 - `in_place` (from 0.17: Triton top-k/top-p masks in place): the logits, the fp32 copy, probs (4)
   and the exponential noise of random_sample (4). bf16: 14 bytes.
-- `greedy` (the V2 model runner, model_runner.py; attention-only models from 0.27, all from 0.32):
-  its dummy batch is greedy, so only the logits and one fp32 processed copy. bf16: 6 bytes.
+- `greedy` (the V2 model runner, v1/worker/gpu/model_runner.py `_dummy_sampler_run`, at 0.25):
+  its dummy requests are never added, so they keep SamplingStates' initial values (temperature 0,
+  top-k = vocab, top-p 1, no logprobs: v1/worker/gpu/sample/states.py), and 0.25's
+  `Sampler.apply_sampling_params` still copies the logits to fp32 first
+  (v1/worker/gpu/sample/sampler.py): the logits and that copy. bf16: 6 bytes.
+- `logits` (the V2 runner, 0.26 to 0.32): 0.26's `apply_sampling_params` works on the logits in
+  place (its processors upcast inside the Triton kernels), and 0.27 to 0.32 return the logits
+  untouched when no dummy request needs processing (`_requires_logits_processing`, from 0.29
+  `needs_logits_processing`, all False); `gumbel_sample` (gpu/sample/gumbel.py) keeps only
+  rows x ceil(vocab / 1024) int64 + fp32 block maxima. The logits alone: bf16 2 bytes.
 - from 0.33 the V2 runner's `_dummy_sampler_run` (v1/worker/gpu/model_runner.py ~l.1008) samples the
   same logits again with `SamplingParams.for_sampler_warmup()` (top-k 50, top-p 0.9, min-p,
   penalties, logit bias, logprobs): an fp32 copy that the Triton processors change in place, then
@@ -32,6 +40,10 @@ release's v1/sample/sampler.py and v1/sample/ops/topk_topp_sampler.py):
   requirements install FlashInfer). Elsewhere the Triton top-k/top-p masks in place with a per-SM
   buffer and the Gumbel sampler draws its noise in the kernel: the `greedy` figure. The CPU platform
   skips the second pass.
+
+Rows, every path: `compute_logits` runs on the dummy batch's last token per request, min(max_num_batched_tokens,
+max_num_seqs) rows (V1 `_dummy_run`'s logit indices; V2 `InputBatch.make_dummy`'s
+`logits_indices = query_start_loc[1:] - 1` for min(num_tokens, max_num_reqs) requests), not one per token.
 """
 
 from __future__ import annotations
@@ -39,7 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-SamplerPath = Literal["sort", "flashinfer", "in_place", "greedy"]
+SamplerPath = Literal["sort", "flashinfer", "in_place", "greedy", "logits"]
 FP32_BYTES = 4
 # Per logit element, besides the logits themselves (model dtype).
 EXTRA_BYTES_BY_PATH: dict[SamplerPath, int] = {
@@ -47,6 +59,7 @@ EXTRA_BYTES_BY_PATH: dict[SamplerPath, int] = {
     "flashinfer": FP32_BYTES + 4 + 4,  # fp32 copy, top-k masked copy, probs
     "in_place": FP32_BYTES + 4 + 4,  # fp32 copy, probs, exponential noise
     "greedy": FP32_BYTES,  # fp32 processed copy
+    "logits": 0,  # V2 0.26-0.32: the model-dtype logits, changed in place or not at all
 }
 # FlashInferBackend.supports_compute_capability (v1/attention/backends/flashinfer.py, 0.33: SM80 floor).
 FLASHINFER_SAMPLER_CAPABILITIES = ((8, 0), (12, 1))
@@ -84,14 +97,18 @@ def flashinfer_sampler_supported(capability: tuple[int, int] | None) -> bool:
 
 
 def sampler_paths(*, sorts_vocab: bool, flashinfer_by_default: bool, flashinfer_installed: bool | None,
-                  v2_runner: bool, v2_flashinfer_warmup: bool = False) -> tuple[SamplerPath, ...]:
+                  v2_runner: bool, v2_flashinfer_warmup: bool = False,
+                  v2_copies_logits: bool = True) -> tuple[SamplerPath, ...]:
     """The path(s) the dummy sampler may take, the likelier first: one when the release and the
     install decide it; ("sort", "flashinfer") where FlashInfer would be used but nobody said
     whether it is installed (the sort is the larger peak, so the point estimate stays on the
     side that fits). `v2_flashinfer_warmup`: the V2 runner's warmup pass samples through FlashInfer
-    (0.33 on a GPU flashinfer_sampler_supported accepts)."""
+    (0.33 on a GPU flashinfer_sampler_supported accepts). `v2_copies_logits`: the V2 dummy sampler
+    copies the logits to fp32 (VllmRules.v2_sampler_copies_logits: 0.25 and 0.33, not 0.26-0.32)."""
     if v2_runner:
-        return ("flashinfer",) if v2_flashinfer_warmup else ("greedy",)
+        if v2_flashinfer_warmup:
+            return ("flashinfer",)
+        return ("greedy",) if v2_copies_logits else ("logits",)
     if not sorts_vocab:
         return ("in_place",)
     if not flashinfer_by_default or flashinfer_installed is False:

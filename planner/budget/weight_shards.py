@@ -11,7 +11,8 @@ Tensor parallelism (vllm/model_executor/layers/linear.py, vocab_parallel_embeddi
 Pipeline parallelism (vllm/distributed/utils.py get_pp_indices): layers split evenly, the
 remainder going to the stages before the last; the first stage holds the input embeddings, the
 last the final norm, lm_head (a copy of the embeddings when tied) and the MTP block; every stage
-builds the towers. The budget takes the most loaded rank.
+builds the towers. Load-time buffers (rotary caches; per-token buffers times max_num_batched_tokens)
+are whole on every rank. The budget takes the most loaded rank.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ def stage_bytes(
     pp: int,
     parts: Iterable[Part],
     stage: int,
+    batched_tokens: int = 0,
 ) -> RankBytes:
     loaded = set(parts)
     ranges = pp_layer_ranges(breakdown.num_layers, pp)
@@ -113,14 +115,25 @@ def stage_bytes(
     tied = not any(w.role == "lm_head" for w in breakdown.linears)
     if tied and pp > 1 and stage == pp - 1:  # the last stage builds its own lm_head from the embeddings
         elements += sum(dense_elements(w, tp) for w in breakdown.dense if w.layer == EMBED_LAYER)
-    buffers = sum(w.numel for w in breakdown.buffers) * ctx.dtype_bytes
+    per_token = sum(w.numel for w in breakdown.token_buffers)
+    buffers = (sum(w.numel for w in breakdown.buffers) + per_token * batched_tokens) * ctx.dtype_bytes
     return RankBytes(linear, elements * ctx.dtype_bytes, buffers)
 
 
 def most_loaded_rank(
-    breakdown: ParamBreakdown, fmt: QuantFormat, ctx: QuantContext, *, tp: int, pp: int, parts: Iterable[Part]
+    breakdown: ParamBreakdown,
+    fmt: QuantFormat,
+    ctx: QuantContext,
+    *,
+    tp: int,
+    pp: int,
+    parts: Iterable[Part],
+    batched_tokens: int = 0,
 ) -> RankBytes:
     """The rank (pipeline stage; TP ranks are alike) holding the most bytes."""
     parts = tuple(parts)
-    stages = [stage_bytes(breakdown, fmt, ctx, tp=tp, pp=pp, parts=parts, stage=s) for s in range(pp)]
+    stages = [
+        stage_bytes(breakdown, fmt, ctx, tp=tp, pp=pp, parts=parts, stage=s, batched_tokens=batched_tokens)
+        for s in range(pp)
+    ]
     return max(stages, key=lambda r: r.total)

@@ -9,7 +9,8 @@ Sources, first that applies:
           quantizes at load (--quantization fp8 / bitsandbytes on an unquantized checkpoint).
   config  the parameter breakdown (model_specs/param_breakdown*.py) in the quantization format's
           bytes (quantization/), split over ranks as vLLM splits it (weight_shards.py), plus the
-          rotary cos/sin caches vLLM allocates while loading.
+          buffers vLLM allocates while loading (rotary cos/sin caches; per-token buffers such as
+          Gemma 4's per-layer inputs, sized by max_num_batched_tokens).
   config  (no breakdown, or a quant_method hkv does not model) num_params x dtype bytes / ranks,
           with a wide band.
 Bands: header exact at TP = PP = 1, else +-1 % (the per-rank share is computed); config +-2 %:
@@ -51,6 +52,16 @@ def _compute_capability(cfg: PlanConfig) -> tuple[int, int] | None:
     )
 
 
+def _batched_tokens(model: ModelSpec, cfg: PlanConfig) -> int:
+    """max_num_batched_tokens, resolved only for models with per-token load-time buffers."""
+    if model.param_breakdown is None or not model.param_breakdown.token_buffers:
+        return 0
+    # memory_budget imports this module: resolve the engine default lazily.
+    from hkv.planner.budget.memory_budget import resolve_max_num_batched_tokens
+
+    return resolve_max_num_batched_tokens(cfg)
+
+
 def weights_term(model: ModelSpec, cfg: PlanConfig) -> BudgetTerm:
     """The "weights" term of one rank (the most loaded pipeline stage)."""
     if cfg.weights_bytes is not None:
@@ -63,7 +74,10 @@ def weights_term(model: ModelSpec, cfg: PlanConfig) -> BudgetTerm:
     in_header = set(model.checkpoint_bytes.bytes_by_part) if model.checkpoint_bytes is not None else set()
     parts = tuple(p for p in loaded_parts(model, cfg) if p in present or p in in_header)
     ctx = QuantContext(weight_dtype, _compute_capability(cfg))
-    rank = most_loaded_rank(model.param_breakdown, fmt, ctx, tp=cfg.tp, pp=cfg.pp, parts=parts)
+    tokens = _batched_tokens(model, cfg)
+    rank = most_loaded_rank(
+        model.param_breakdown, fmt, ctx, tp=cfg.tp, pp=cfg.pp, parts=parts, batched_tokens=tokens
+    )
     ranks = f"TP {cfg.tp} x PP {cfg.pp}"
     quantized_at_load = not model.quantization_config and cfg.quantization is not None  # headers hold bf16
     if model.checkpoint_bytes is not None and not quantized_at_load:

@@ -5,7 +5,10 @@
 - vision towers: transformers' own tower (and projector) classes built from tiny configs with random
   weights, counted with `sum(p.numel())`;
 - Qwen3.5-9B: the checkpoint's total_size (19,306,216,416 B, quoted with the config's source) against
-  (language model + vision + MTP) x 2 bytes.
+  (language model + vision + MTP) x 2 bytes;
+- Gemma 4 E2B towers: the audio (0.614 GB) and vision (0.337 GB) bf16 bytes the QAT checkpoint's
+  safetensors header lists (github:xbill9/sagemaker-gemma@6c18089f
+  docs/articles/evidence/qat-safetensors-header.txt, three decimals of GB).
 """
 
 from __future__ import annotations
@@ -34,6 +37,21 @@ def test_qwen3_5_9b_parts_match_the_published_checkpoint_size() -> None:
     spec = from_hf_config(json.loads((STARTUP_CONFIGS / "qwen3.5-9b.json").read_text()), "qwen3.5-9b")
     total_bytes = 2 * spec.param_breakdown.num_params()
     assert abs(total_bytes - 19_306_216_416) / 19_306_216_416 < 1e-5  # off by 7,680 B (3,840 params)
+
+
+@pytest.mark.parametrize("part, header_gb", [("audio", 0.614), ("vision", 0.337)])
+def test_gemma4_e2b_towers_match_the_checkpoint_header(part: str, header_gb: float) -> None:
+    spec = from_hf_config(json.loads((STARTUP_CONFIGS / "gemma-4-e2b.json").read_text()), "gemma-4-e2b")
+    assert round(2 * spec.param_breakdown.num_params((part,)) / 1e9, 3) == header_gb
+
+
+def test_gemma4_kv_shared_layers_allocate_kv_slots_the_checkpoint_lacks() -> None:
+    # E2B: the last 20 of 35 layers read another layer's KV; vLLM's QKVParallelLinear still holds
+    # K and V there: 16 sliding (1 x 256) + 4 full (1 x 512) layers, 2 x 1536 inputs each.
+    spec = from_hf_config(json.loads((STARTUP_CONFIGS / "gemma-4-e2b.json").read_text()), "gemma-4-e2b")
+    slots = [w for w in spec.param_breakdown.linears if w.allocated_only]
+    assert sum(w.in_features * w.out_features for w in slots) == 2 * 1536 * (16 * 256 + 4 * 512)
+    assert spec.param_breakdown.num_params(("language_model",)) == spec.num_params
 
 
 torch = pytest.importorskip("torch")
@@ -179,3 +197,31 @@ def test_pixtral_tower_and_mistral3_projector_match_transformers() -> None:
         "multimodal_projector_bias": False,
     }
     assert _vision_params(config) == expected
+
+
+def test_gemma4_audio_tower_and_projector_match_transformers() -> None:
+    from transformers.models.gemma4.configuration_gemma4 import Gemma4AudioConfig
+    from transformers.models.gemma4.modeling_gemma4 import Gemma4AudioModel
+
+    audio = dict(
+        model_type="gemma4_audio",
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        conv_kernel_size=3,
+        subsampling_conv_channels=[8, 4],
+        output_proj_dims=24,
+    )
+    text = dict(
+        TINY_TEXT, model_type="gemma4_text", hidden_size_per_layer_input=0, layer_types=["full_attention"]
+    )
+    config = {
+        "model_type": "gemma4",
+        "architectures": ["Gemma4ForConditionalGeneration"],
+        "text_config": text,
+        "audio_config": audio,
+    }
+    spec = from_hf_config(config, "tiny")
+    tower = Gemma4AudioModel(Gemma4AudioConfig(**audio))
+    projector = 24 * TINY_TEXT["hidden_size"]  # embed_audio.embedding_projection, no bias
+    assert spec.param_breakdown.num_params(("audio",)) == _numel(tower) + projector

@@ -27,7 +27,8 @@ MODELS = {name: load_model_spec(name) for name in catalog_names()}
 DEFAULT_MNBT = {
     "b200": 16384, "gb200": 16384, "mi300x": 16384, "mi325x": 16384, "mi355x": 16384,
     "h100": 8192, "h100-pcie": 8192, "h100-nvl": 8192, "h200": 8192, "rtx-pro-6000": 8192,
-    "a100-40gb": 2048, "a100-80gb": 2048, "l40s": 2048, "l4": 2048, "a10g": 2048, "rtx4090": 2048,
+    "a100-40gb": 2048, "a100-80gb": 2048, "l40s": 2048, "l4": 2048, "a10g": 2048, "rtx4080": 2048,
+    "rtx4090": 2048,
     "rtx5090": 2048, "a10": 2048, "a40": 2048, "rtx-a6000": 2048, "rtx3090": 2048, "rtx-pro-4500": 2048,
     "t4": 2048,
     "gb10": 2048,  # 119.63 GiB, but vLLM 0.33 (the default release) keeps compute capability 12.1 small

@@ -16,7 +16,7 @@ from hkv.planner.plan_config import PlanConfig
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "vllm_startups"
 RECORDS = json.loads((DATA_DIR / "records.json").read_text())
-SOURCE_COUNT = 53  # records in shared/data/vllm_memory_logs/records.jsonl
+SOURCE_COUNT = 53 + 14  # records in shared/data/vllm_memory_logs/records.jsonl and records_2026_11.jsonl
 USABLE = [r for r in RECORDS if r["usable"]]
 # Configs whose model_type / layer kinds hkv cannot read yet: the records stay in the data set
 # (their inputs are complete) and these cases flip to passing once hkv learns the family.
@@ -30,6 +30,16 @@ def test_one_entry_per_source_record_with_its_decision():
             assert rec["lines"], rec["record_id"]
         else:
             assert rec["why_not"].strip(), rec["record_id"]
+
+
+def test_every_record_names_its_source_group():
+    # Leave-one-source-out scoring holds out every record of one author / machine / write-up at once.
+    for rec in RECORDS:
+        assert isinstance(rec.get("source_group"), str) and rec["source_group"].strip(), rec["record_id"]
+    groups = {r["source_group"] for r in RECORDS}
+    assert {r["source_group"] for r in RECORDS if r["record_id"].startswith("r02")} & groups
+    llm_d = {r["source_group"] for r in RECORDS if "llm-d/llm-d-benchmark" in r["source"]}
+    assert len(llm_d) == 1
 
 
 def test_usable_records_log_a_target():

@@ -1,15 +1,20 @@
 """The fit of the blind budget's constants (budget_constants.py) on start-up observations.
 
 Order, each step on what the steps before left:
-1. graph bytes per layer, dense and MoE apart: least squares on the logged "Estimated CUDA graph
-   memory" in relative terms (each log weighs the same whatever its size); a class without two
-   usable logs scales the other class's shape;
-2. non-torch samples: each log's overhead less its graph bytes under step 1;
+1. the graph estimate's two constants (cudagraph_estimate.py): least squares on the logged
+   "Estimated CUDA graph memory" in relative terms (each log weighs the same whatever its size);
+2. non-torch samples: the non-torch figure where the log printed one, else the log's overhead less
+   its graph bytes under step 1 (which then carries hkv's activation error too); the V2 runner's
+   dense-profile tensors per layer (profile.v2_dense_layer_bytes) from the single-GPU logs of
+   dense V2 models against the context of the others, then taken out of every sample;
 3. the parts of non-torch, each the median over the logs that isolate it: the context (TP 1, no
    linear attention, discrete GPU; one value per accounting), TP communication per doubling
    (NVLink and PCIe apart), linear-attention kernels, unified memory's host share;
-4. the residual band: an inner leave-one-source-out over the training logs (each source's
-   residual under a fit without it), from its 5th to its 95th percentile.
+4. the residual bands, discrete GPUs and unified memory apart: an inner leave-one-source-out over
+   the training logs (each source's residual under a fit without it), from its 5th to its 95th
+   percentile; and the same-machine band a calibration leaves (calibrated_band).
+
+Observations marked `fit=False` (a log whose own figures do not add up) are scored, never fitted on.
 
 A part no training log isolates falls back to its sibling's value (the other accounting, the
 other link) or to 0 (kernels, host share): never to a value fitted on the left-out records.
@@ -29,40 +34,61 @@ BAND_QUANTILES = (0.05, 0.95)
 
 
 def fit_budget_constants(observations: Sequence[BudgetObservation], *, with_band: bool = True) -> BudgetConstants:
-    """The constants fitted on `observations` (the band from an inner leave-one-source-out)."""
-    dense, dense_ids = _fit_graph([o for o in observations if _graph_logged(o) and not o.graph.moe])
-    moe, moe_ids = _fit_graph([o for o in observations if _graph_logged(o) and o.graph.moe])
-    dense, moe = _fill_graph(dense, moe), _fill_graph(moe, dense)
-    provisional = BudgetConstants(0, 0, 0, 0, 0, 0, dense or GraphBytes(0, 0), moe or GraphBytes(0, 0), 0, 0)
-    samples = [(o, o.overhead_bytes - o.graph_bytes(provisional)) for o in observations if o.overhead_bytes is not None]
+    """The constants fitted on `observations` (the bands from an inner leave-one-source-out)."""
+    observations = [o for o in observations if o.fit]
+    graph, graph_ids = _fit_graph([o for o in observations if _graph_logged(o)])
+    provisional = BudgetConstants(0, 0, 0, 0, 0, 0, graph, 0, 0)
+    samples = [(o, _non_torch_sample(o, provisional)) for o in observations
+               if o.logged_non_torch_bytes is not None or o.overhead_bytes is not None]
+    v2_tensors, v2_ids = _fit_v2_dense(samples)
+    samples = [(o, v - int(v2_tensors * o.v2_dense_bytes)) for o, v in samples]
     parts = _NonTorchParts.fit(samples)
-    constants = replace(provisional, **parts.values(),
-                        fitted_on=(("dense_graph", dense_ids), ("moe_graph", moe_ids), *parts.records()))
+    constants = replace(provisional, **parts.values(), v2_dense_layer_tensors=v2_tensors,
+                        fitted_on=(("graph", graph_ids), ("v2_dense_layer_tensors", v2_ids), *parts.records()))
     if not with_band:
         return constants
-    low, high = residual_band(observations)
-    ids = tuple(o.record_id for o, _ in samples)
+    residuals = inner_residuals(observations)
+    discrete = [(o, r) for o, r in residuals if not o.setup.unified_memory]
+    unified = [(o, r) for o, r in residuals if o.setup.unified_memory]
+    low, high = band_of([r for _, r in discrete])
+    unified_low, unified_high = band_of([r for _, r in unified]) if unified else (low, high)
     (cal_low, cal_high), cal_ids = calibrated_band(observations, constants)
-    return replace(constants, residual_low_bytes=low, residual_high_bytes=high, calibrated_residual_low_bytes=cal_low,
+    ids, unified_ids = tuple(o.record_id for o, _ in discrete), tuple(o.record_id for o, _ in unified)
+    return replace(constants, residual_low_bytes=low, residual_high_bytes=high, unified_residual_low_bytes=unified_low,
+                   unified_residual_high_bytes=unified_high, calibrated_residual_low_bytes=cal_low,
                    calibrated_residual_high_bytes=cal_high,
                    fitted_on=(*constants.fitted_on, ("residual_low_bytes", ids), ("residual_high_bytes", ids),
+                              ("unified_residual_low_bytes", unified_ids or ids),
+                              ("unified_residual_high_bytes", unified_ids or ids),
                               ("calibrated_residual_low_bytes", cal_ids), ("calibrated_residual_high_bytes", cal_ids)))
+
+
+def _non_torch_sample(o: BudgetObservation, graphs: BudgetConstants) -> int:
+    if o.logged_non_torch_bytes is not None:
+        return o.logged_non_torch_bytes
+    assert o.overhead_bytes is not None
+    return o.overhead_bytes - o.graph_bytes(graphs)
 
 
 def residual(observation: BudgetObservation, constants: BudgetConstants) -> int:
     """What graphs + non-torch took on this log beyond `constants`' prediction (bytes; needs overhead)."""
     assert observation.overhead_bytes is not None
-    predicted = observation.graph_bytes(constants) + observation.setup.bytes(constants)
+    predicted = (observation.graph_bytes(constants) + observation.setup.bytes(constants)
+                 + observation.v2_dense_extra(constants))
     return observation.overhead_bytes - predicted
 
 
-def residual_band(observations: Sequence[BudgetObservation]) -> tuple[int, int]:
-    """(low, high) bytes from each source's residuals under a fit without that source."""
-    residuals = []
+def inner_residuals(observations: Sequence[BudgetObservation]) -> list[tuple[BudgetObservation, int]]:
+    """Each log's residual under a fit without its source."""
+    out = []
     for source in sorted({o.source for o in observations}):
-        held_in = [o for o in observations if o.source != source]
-        fitted = fit_budget_constants(held_in, with_band=False)
-        residuals += [residual(o, fitted) for o in observations if o.source == source and o.overhead_bytes is not None]
+        fitted = fit_budget_constants([o for o in observations if o.source != source], with_band=False)
+        out += [(o, residual(o, fitted)) for o in observations if o.source == source and o.overhead_bytes is not None]
+    return out
+
+
+def band_of(residuals: Sequence[int]) -> tuple[int, int]:
+    """(low, high) bytes: the 5th and 95th percentiles of `residuals`, each side at least 0."""
     if not residuals:
         return 0, 0
     return max(0, -int(quantile(residuals, BAND_QUANTILES[0]))), max(0, int(quantile(residuals, BAND_QUANTILES[1])))
@@ -99,16 +125,33 @@ def quantile(values: Sequence[float], q: float) -> float:
     return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
 
 
+def _fit_v2_dense(samples: list[Sample]) -> tuple[float, tuple[str, ...]]:
+    """Tensors per layer of the V2 dense profile term: the median over single-GPU discrete logs of
+    dense models on V2 under the up-to-0.26 accounting of (sample - context) / unit, the context
+    being the median of the other such logs (not on V2). 0 when either set is empty."""
+    plain = [(o, v) for o, v in samples if o.setup.tp == 1 and not o.setup.unified_memory
+             and not o.setup.linear_attention and not o.setup.consumed_accounting]
+    off_v2 = [v for o, v in plain if not o.v2_dense_bytes]
+    on_v2 = [(o, v) for o, v in plain if o.v2_dense_bytes]
+    if not off_v2 or not on_v2:
+        return 0.0, ()
+    context = median(off_v2)
+    tensors = median((v - context) / o.v2_dense_bytes for o, v in on_v2)
+    return round(max(0.0, tensors), 4), tuple(o.record_id for o, _ in on_v2)
+
+
 def _graph_logged(o: BudgetObservation) -> bool:
     return o.graph is not None and o.graph.graphs > 0 and o.logged_graph_bytes is not None and o.logged_graph_bytes > 0
 
 
-def _fit_graph(obs: list[BudgetObservation]) -> tuple[GraphBytes | None, tuple[str, ...]]:
-    """Least squares of logged = layers x (first + per_graph x further graphs), relative residuals;
-    one log (or a negative solution) fits the first-capture bytes alone."""
+def _fit_graph(obs: list[BudgetObservation]) -> tuple[GraphBytes, tuple[str, ...]]:
+    """Least squares of logged = layers x (first + per-graph tokens x live bytes/token x further
+    graphs), in relative residuals (each log weighs the same); one log, or a negative solution,
+    fits the first-capture bytes alone. No log: nothing to subtract (0, 0)."""
     if not obs:
-        return None, ()
-    rows = [(o.graph.num_layers / o.logged_graph_bytes, o.graph.num_layers * o.graph.further_graphs / o.logged_graph_bytes)
+        return GraphBytes(0, 0.0), ()
+    rows = [(o.graph.num_layers / o.logged_graph_bytes,
+             o.graph.num_layers * o.graph.further_graphs * o.graph.live_bytes_per_token / o.logged_graph_bytes)
             for o in obs]
     ids = tuple(o.record_id for o in obs)
     s11 = sum(a * a for a, _ in rows)
@@ -121,12 +164,8 @@ def _fit_graph(obs: list[BudgetObservation]) -> tuple[GraphBytes | None, tuple[s
         first = (t1 * s22 - t2 * s12) / det
         per_graph = (s11 * t2 - s12 * t1) / det
         if first >= 0 and per_graph >= 0:
-            return GraphBytes(int(first), int(per_graph)), ids
-    return GraphBytes(int(t1 / s11), 0), ids
-
-
-def _fill_graph(own: GraphBytes | None, other: GraphBytes | None) -> GraphBytes | None:
-    return own if own is not None else other
+            return GraphBytes(int(first), round(per_graph, 4)), ids
+    return GraphBytes(int(t1 / s11), 0.0), ids
 
 
 Sample = tuple[BudgetObservation, int]

@@ -5,6 +5,7 @@ per-tensor FP8; bitsandbytes: in-flight nf4)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from hkv.planner.budget.quantization.auto_round import AutoRound
@@ -53,7 +54,10 @@ def quant_format(
     if quantization_config is not None and quantization_config.get("quant_method"):
         method = str(quantization_config["quant_method"]).lower()
         parse = FORMATS.get(MODEL_METHODS.get((model_type, method), method))
-        return None if parse is None else parse(quantization_config)
+        fmt = None if parse is None else parse(quantization_config)
+        if isinstance(fmt, Gptq) and override is not None and override.lower() == "gptq":
+            return replace(fmt, marlin=False)  # vLLM: "you specified quantization=gptq explicitly, so forcing gptq"
+        return fmt
     if override is None:
         return Unquantized()
     if override.lower() in ONLINE:

@@ -8,6 +8,9 @@ Per linear of K inputs, N outputs, `bits` b, `group_size` g (-1: one group; G = 
                                      another K x 4) only with `desc_act` (act-order)
 `dynamic` keys "-:<regex>" leave matching modules unquantized, "+:<regex>" override bits/group_size;
 `modules_in_block_to_quantize` (when given) lists the only decoder-block modules quantized.
+`--quantization gptq` on a GPTQ checkpoint forces the plain (exllama) kernel on any GPU (vLLM's
+gptq_marlin override_quantization_method takes over only when the user named no method or a
+Marlin one): zero points kept, one int32 g_idx (argsort of the act-order indices) per matrix.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ class Gptq:
     in_block: tuple[str, ...] = ()  # modules_in_block_to_quantize, flattened
     lm_head: bool = False  # the config's `lm_head`: lm_head quantized too
     method: str = "gptq"
+    marlin: bool | None = None  # None: Marlin wherever the GPU supports it; False: --quantization gptq
 
     @classmethod
     def from_config(cls, q: Mapping[str, Any]) -> Gptq:
@@ -105,7 +109,9 @@ class Gptq:
         bits, group = next(
             ((b, g) for p, b, g in self.overrides if re.match(p, weight.module)), (self.bits, self.group_size)
         )
-        marlin = ctx.compute_capability is None or ctx.compute_capability >= MARLIN_MIN_CAPABILITY
+        marlin = self.marlin is not False and (
+            ctx.compute_capability is None or ctx.compute_capability >= MARLIN_MIN_CAPABILITY
+        )
         indices = (2 if self.desc_act else 0) if marlin else 1
         per_matrix = packed_int_bytes(
             in_features,

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 from hkv.planner.budget.budget_term import BudgetTerm
 from hkv.planner.budget.gpu_table import GIB
-from hkv.planner.budget.non_torch import COMM_BYTES_PER_TP_DOUBLING
 
 # The CUDA context and allocator state SGLang's baseline already misses on a data-center GPU (an
 # estimate: torch's free memory right after CUDA initialization on H100/H200 is 0.4-0.6 GiB below
 # the total); the band below covers that range.
 BASELINE_CONTEXT_BYTES = GIB // 2
+# NCCL's buffers per doubling of TP: the 0.42 GiB the llm-d H100 logs (vLLM 0.11, TP 2) showed,
+# kept apart from vLLM's refitted constants since SGLang allocates its own communicators.
+COMM_BYTES_PER_TP_DOUBLING = int(0.42 * GIB)
 BASELINE_CONTEXT_BAND_BYTES = GIB // 8
 VLM_CACHE_MIB = 100  # SGLANG_VLM_CACHE_SIZE_MB
 

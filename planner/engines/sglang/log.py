@@ -42,7 +42,7 @@ _WEIGHT_END_RE = re.compile(rf"Load weight end\..*?avail mem={_NUM} GB, mem usag
 _SWA_SPLIT_RE = re.compile(r"Use sliding window memory pool\. full_layer_tokens=(\d+), swa_layer_tokens=(\d+)")
 _ALL_SWA_RE = re.compile(r"Use sliding window memory pool \(all SWA\)\. swa_layer_tokens=(\d+)")
 _SWA_POOL_RE = re.compile(rf"SWAKVPool mem usage: {_NUM} GB, swa size: (\d+), full size: (\d+)")
-_KV_POOL_RE = re.compile(r"(?:^|[\] ])(Full |SWA )?KV Cache is allocated\. (?:dtype: ([\w.]+), )?#tokens: (\d+), "
+_KV_POOL_RE = re.compile(r"(?:^|[\] `])(Full |SWA )?KV Cache is allocated\. (?:dtype: ([\w.]+), )?#tokens: (\d+), "
                          rf"(?:K size: {_NUM} GB, V size: {_NUM} GB|KV size: {_NUM} GB)")
 _MAMBA_RE = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
 _MAMBA_CAP_RE = re.compile(r"max_running_requests is capped to (\d+) by the mamba state cache "
@@ -51,7 +51,10 @@ _SUMMARY_RE = re.compile(r"max_total_num_tokens=(\d+), (?:chunked_prefill_size=(
                          r"(?:max_running_requests=(\d+), )?context_len=(\d+)"
                          rf"(?:, available_(?:gpu|cpu)_mem={_NUM} GB)?")
 _DICT_ITEM_RE = re.compile(r"'(\w+)': ('(?:[^'\\]|\\.)*'|[\w.+-]+)")
-_REPR_ITEM_RE = re.compile(r"(?:\(|, )(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()\[\]{}]*)(?=, \w+=|\)$)")
+# An item sits after "(" or ", " and before the next item or ")"; a paste that elides items writes "..." in
+# their place (", ... tp_size=8, ..."), which counts as a neighbour too.
+_REPR_ITEM_RE = re.compile(r"(?:\(|, |\.\.\. )(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()\[\]{}]*)"
+                           r"(?=, \w+=|, \.\.\.|\)$)")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.engines.sglang.architectures import DSV4_ARCHITECTURES
+from hkv.planner.engines.sglang.checkpoint_kv_dtype import resolve_auto_kv_cache_dtype
 from hkv.planner.engines.sglang.cell_bytes import CellBytes, KvDtype, cell_bytes, kv_dtype
 from hkv.planner.engines.sglang.config_extras import SglangConfigExtras
 from hkv.planner.engines.sglang.dsv4_pools import Dsv4Pools
@@ -85,7 +86,9 @@ def resolve(spec: ModelSpec, args: SglangServerArgs, available_bytes: int, mem_f
             f"{model.architecture}: SGLang's no_buffer recurrent radix cache supports page_size 1 only "
             f"(validate_mamba_no_buffer); drop --page-size {page_size} or pass --disable-radix-cache",
             fields=("page_size", "disable_radix_cache"))
-    dtype = kv_dtype(model, args.kv_cache_dtype, spec.dtype_bytes, compute_capability)
+    kv_cache_dtype = args.kv_cache_dtype if model.is_dsa else resolve_auto_kv_cache_dtype(
+        args.kv_cache_dtype, spec.quantization_config, compressed_tensors_kv=rules.compressed_tensors_kv_auto)
+    dtype = kv_dtype(model, kv_cache_dtype, spec.dtype_bytes, compute_capability)
     cell = cell_bytes(model, args.tp_size, dtype)
     state = mamba_state(model, args.tp_size, args.mamba_ssm_dtype)
     pool = None

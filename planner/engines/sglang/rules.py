@@ -14,6 +14,7 @@ and pool_configurator.py up to 0.5.17, srt/mem_cache/kv_cache_configurator.py af
 | hybrid recurrent "auto" radix strategy: the extra buffer (5 slots a request) where supported | no_buffer (3) | 0.5.14 |
 | Mamba pool: one padding slot charged, K = (budget - slot) // slot | K = budget // slot | 0.5.17 |
 | multimodal: SGLANG_VLM_CACHE_SIZE_MB (100 MiB) out of the rest | not reserved       | 0.5.18 |
+| --kv-cache-dtype auto: fp8 for compressed-tensors' static FP8 kv_cache_scheme (checkpoint_kv_dtype.py) | model dtype (ModelOpt and fp8 checkpoints: fp8 in every release) | 0.5.19 |
 | default mem_fraction_static modeled (memory_hook.py)   | changed in most releases: pass --mem-fraction-static | 0.5.23 |
 
 The default mem_fraction_static moved from server_args.py (piecewise CUDA graph tokens, a 4-6 GiB
@@ -23,14 +24,17 @@ and caps changed again up to 0.5.23; hkv models 0.5.23's only and asks older rel
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from hkv.planner.engines.release_version import EngineReleases, ReleaseReading, format_version, read_release
 from hkv.planner.engines.sglang.server_args import DEFAULT_SGLANG_VERSION
-from hkv.planner.errors import InvalidInputError
 
-OLDEST_MODELED = (0, 5, 10)
-NEWEST_MODELED = (0, 5, 23)
+# Every SGLang release hkv models (PyPI; 0.5.10.post1 and the other post releases fold in), oldest
+# first: a dev build follows the newest one before its number (planner/engines/release_version.py).
+RELEASES: tuple[tuple[int, int, int], ...] = tuple((0, 5, patch) for patch in range(10, 24))
+OLDEST_MODELED = RELEASES[0]
+NEWEST_MODELED = RELEASES[-1]
+HISTORY = EngineReleases(engine="SGLang", field="sglang_version", releases=RELEASES, dev_example="0.5.22.dev5+g1a2b3c4")
 SWA_RATIO_CELL_FROM = (0, 5, 11)
 REQUESTED_RUNNING_TOKEN_CAP_FROM = (0, 5, 14)
 SWA_ADMISSION_FLOOR_FROM = (0, 5, 16)
@@ -39,25 +43,19 @@ MAMBA_AUTO_EXTRA_BUFFER_FROM = (0, 5, 14)
 MAMBA_PADDING_SLOT_FROM = (0, 5, 17)
 MULTIMODAL_RESERVATION_FROM = (0, 5, 18)
 DEFAULT_MEM_FRACTION_MODELED_FROM = (0, 5, 23)
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:\.?(?:post|rc|dev)\d*)?$")
+COMPRESSED_TENSORS_KV_AUTO_FROM = (0, 5, 19)
+
+
+def read_sglang_version(text: str) -> ReleaseReading:
+    """The release an SGLang version string follows ("v0.5.21" -> 0.5.21, "0.5.22.dev5+g1a2b3c4" ->
+    0.5.21, a dev build; the rules are release_version.py's); InvalidInputError for other text, a
+    source build (0.0.0.dev1+g5f55db35e) or a release hkv does not model."""
+    return read_release(text, HISTORY)
 
 
 def parse_sglang_version(text: str) -> tuple[int, int, int]:
-    """(major, minor, patch) of "0.5.23", "v0.5.15.post1"; InvalidInputError for other text or a
-    release hkv does not model."""
-    match = _VERSION.match(text.strip())
-    if not match:
-        raise InvalidInputError(f"sglang_version must look like 0.5.23, got {text!r}", fields=("sglang_version",))
-    version = (int(match[1]), int(match[2]), int(match[3]))
-    if not OLDEST_MODELED <= version <= NEWEST_MODELED:
-        raise InvalidInputError(
-            f"sglang_version {text} is outside the releases hkv models ({_fmt(OLDEST_MODELED)} to "
-            f"{_fmt(NEWEST_MODELED)}); pass one of those", fields=("sglang_version",))
-    return version
-
-
-def _fmt(version: tuple[int, int, int]) -> str:
-    return ".".join(str(part) for part in version)
+    """(major, minor, patch) of the release "0.5.23", "v0.5.15.post1" or "0.5.22.dev5" follows."""
+    return read_sglang_version(text).release
 
 
 @dataclass(frozen=True)
@@ -73,10 +71,11 @@ class SglangRules:
     mamba_padding_slot: bool  # the state pool's padding slot is charged (K = (budget - slot) // slot)
     multimodal_reservation: bool  # SGLANG_VLM_CACHE_SIZE_MB comes out of the rest for multimodal models
     default_mem_fraction_modeled: bool  # hkv reproduces this release's default mem_fraction_static
+    compressed_tensors_kv_auto: bool  # "auto" KV is fp8 for compressed-tensors' static FP8 kv_cache_scheme
 
     @property
     def version_text(self) -> str:
-        return _fmt(self.version)
+        return format_version(self.version)
 
 
 def for_sglang_version(text: str = DEFAULT_SGLANG_VERSION) -> SglangRules:
@@ -91,4 +90,5 @@ def for_sglang_version(text: str = DEFAULT_SGLANG_VERSION) -> SglangRules:
         mamba_padding_slot=version >= MAMBA_PADDING_SLOT_FROM,
         multimodal_reservation=version >= MULTIMODAL_RESERVATION_FROM,
         default_mem_fraction_modeled=version >= DEFAULT_MEM_FRACTION_MODELED_FROM,
+        compressed_tensors_kv_auto=version >= COMPRESSED_TENSORS_KV_AUTO_FROM,
     )

@@ -31,7 +31,8 @@ from hkv.planner.engines.vllm.log_anomalies import Anomaly, detect_anomalies
 from hkv.planner.engines.vllm.log_budget_terms import BudgetComparison, compare_budget
 from hkv.planner.engines.vllm.log_inputs import budget_band, hybrid_manager_disabled_by_flag, log_plan_fields
 from hkv.planner.engines.vllm.log_reasons import layout_reasons
-from hkv.planner.engines.vllm.rules import NEWEST_MODELED, OLDEST_MODELED, format_version, parse_vllm_version
+from hkv.planner.engines.release_version import ReleaseReading, read_release
+from hkv.planner.engines.vllm.rules import HISTORY, OLDEST_MODELED, format_version
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
 from hkv.planner.plan import Plan, plan
 from hkv.planner.plan_config import PlanConfig
@@ -59,6 +60,7 @@ class LogExplanation:
     reasons: tuple[str, ...]  # why the numbers are what they are
     budget: BudgetComparison | None = None  # the logged memory terms next to hkv's blind budget
     anomalies: tuple[Anomaly, ...] = ()  # what changes the meaning of the logged figures
+    version_note: str | None = None  # how the log's version text was read (a dev build's release); None: as printed
 
     @property
     def ok(self) -> bool:
@@ -87,7 +89,7 @@ def explain_log(log: VllmLog, model: ModelSpec, given: Mapping[str, Any]) -> Log
 def _explain_numbers(log: VllmLog, model: ModelSpec, given: Mapping[str, Any]) -> LogExplanation:
     inputs = {**log_plan_fields(log), **given}
     band = budget_band(log, given.get("available_kv_memory_bytes"))
-    versions, source = _candidate_versions(log, given)
+    versions, source, version_note = _candidate_versions(log, given)
     inputs.pop("available_kv_memory_bytes", None)
     inputs.pop("vllm_log", None)
     assumptions = _assumptions(log, inputs)
@@ -99,21 +101,21 @@ def _explain_numbers(log: VllmLog, model: ModelSpec, given: Mapping[str, Any]) -
                 continue
             attempts.append(attempt)
             if all(c.ok for c in attempt.checks):
-                return _explanation(attempt, source, band, inputs, assumptions)
+                return _explanation(attempt, (source, version_note), band, inputs, assumptions)
     if not attempts:
         raise LayoutUnavailableError(f"{model.name}: no vLLM layout applies to this model with the log's settings",
                                      fields=())
     # Prefer the attempt that reproduces the capacity figures (a budget gives them all), then the
     # one with the most checks right.
     best = max(attempts, key=lambda a: (a.budget_range is not None, sum(c.ok for c in a.checks)))
-    return _explanation(best, source, band, inputs, assumptions)
+    return _explanation(best, (source, version_note), band, inputs, assumptions)
 
 
-def _explanation(attempt: _Attempt, source: str, band: tuple[int, int], inputs: Mapping[str, Any],
+def _explanation(attempt: _Attempt, version_read: tuple[str, str | None], band: tuple[int, int], inputs: Mapping[str, Any],
                  assumptions: tuple[str, ...]) -> LogExplanation:
     return LogExplanation(
         checks=attempt.checks, plan=attempt.plan, layout_name=attempt.layout_name, vllm_version=attempt.version,
-        version_source=source, budget_range=attempt.budget_range,
+        version_source=version_read[0], version_note=version_read[1], budget_range=attempt.budget_range,
         band=band, inputs={**inputs, "vllm_version": attempt.version}, assumptions=assumptions,
         reasons=_hybrid_reason(attempt) + layout_reasons(attempt.plan, attempt.layout_name, band,
                                                           attempt.budget_range),
@@ -132,32 +134,29 @@ def _hybrid_reason(attempt: _Attempt) -> tuple[str, ...]:
             f"HYBRID_KV_CACHE=1, the default from vLLM 0.14), not of the start that printed the warning{tail}",)
 
 
-def _candidate_versions(log: VllmLog, given: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
+def _candidate_versions(log: VllmLog, given: Mapping[str, Any]) -> tuple[tuple[str, ...], str, str | None]:
+    """The releases to try, where they come from, and how the log's version text was read."""
     if given.get("vllm_version") is not None or given.get("vllm_log") is not None:
         cfg = PlanConfig(vllm_version=given.get("vllm_version"), vllm_log=given.get("vllm_log"))
-        return (format_version(cfg.vllm_rules().version),), "option"
+        return (format_version(cfg.vllm_rules().version),), "option", None
     if log.version is not None:
-        return (_modeled_release(log.version),), "log"
+        reading = _log_release(log.version)
+        return (reading.release_text,), "log", reading.note("vLLM")
     if log.one_line is False:
-        return _TWO_LINE_RELEASES, "inferred from the numbers"
-    return _ONE_LINE_RELEASES, "inferred from the numbers"
+        return _TWO_LINE_RELEASES, "inferred from the numbers", None
+    return _ONE_LINE_RELEASES, "inferred from the numbers", None
 
 
-def _modeled_release(text: str) -> str:
-    """The log's release, or the newest hkv models when the log's is newer (its rules have not
-    changed since, as far as hkv knows); InvalidInputError for one older than hkv models."""
-    match = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-    if match is None:
-        raise InvalidInputError(f"the log's vLLM version {text!r} is not a release number; pass vllm_version",
-                                fields=("vllm_version",))
-    version = (int(match[1]), int(match[2]), int(match[3] or 0))
-    if version > NEWEST_MODELED:
-        return format_version(NEWEST_MODELED)
-    if version < OLDEST_MODELED:
-        raise InvalidInputError(
-            f"the log is from vLLM {text}; hkv models {format_version(OLDEST_MODELED)} to "
-            f"{format_version(NEWEST_MODELED)}", fields=("vllm_version",))
-    return format_version(parse_vllm_version(format_version(version)))
+def _log_release(text: str) -> ReleaseReading:
+    """The release the log's version follows, as --vllm-version reads it (a dev build: the release
+    before), or the newest hkv models when the log's is newer (its rules have not changed since,
+    as far as hkv knows); InvalidInputError for one older than hkv models or no version."""
+    try:
+        return read_release(text, HISTORY, newer_as_newest=True)
+    except InvalidInputError as err:
+        raise InvalidInputError(f"the log is from vLLM {text}; hkv models {format_version(OLDEST_MODELED)} to "
+                                f"{format_version(HISTORY.newest)}: pass vllm_version, the release it follows",
+                                fields=("vllm_version",)) from err
 
 
 def _candidate_layouts(log: VllmLog, model: ModelSpec) -> tuple[str, ...]:

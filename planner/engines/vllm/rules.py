@@ -23,8 +23,10 @@ the same arithmetic; what changed is listed in docs/vllm_0_33.md):
 | CUDA graph estimate subtracted         | printed only      | 0.20.0  |
 | dummy sampler's top-k/top-p in place   | sorts the vocab   | 0.17.0  |
 | FlashInfer's sampler where installed   | on (0.10-0.11.0)  | 0.11.1: opt-in only |
-| model runner V2 by default             | V1 runner         | 0.25.0 dense, 0.32.0 all |
+| model runner V2 by default             | V1 runner         | 0.25.0 dense, 0.29.0 all |
 | V2 runner measures its CUDA graphs     | estimate 0        | 0.29.0  |
+| V2 dummy sampler keeps the model-dtype | an fp32 copy      | 0.26.0 (0.33.0: the warmup |
+|   logits only (no fp32 copy)           |                   |   pass copies again) |
 | non-torch = free-memory drop - weights | non-torch increase | 0.27.0  |
 | >= 160 GiB cards: mnbt 16,384          | 8,192             | 0.28.0  |
 | MLA on Blackwell, no --block-size      | TRITON_MLA 16 (< 0.11), CUTLASS_MLA 128 | 0.15.0: FLASHINFER_MLA |
@@ -39,13 +41,22 @@ Pure state-space models (no attention) keep prefix caching off by default in eve
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from hkv.planner.errors import InvalidInputError
+from hkv.planner.engines.release_version import EngineReleases, ReleaseReading, format_version, read_release
 
-OLDEST_MODELED = (0, 10, 0)  # the first release that aligns attention blocks to Mamba pages
-NEWEST_MODELED = (0, 33, 0)
+# Every vLLM release hkv models (PyPI; 0.10.1.1 folds into 0.10.1), oldest first: a dev build
+# follows the newest one before its number (planner/engines/release_version.py).
+RELEASES: tuple[tuple[int, int, int], ...] = (
+    (0, 10, 0), (0, 10, 1), (0, 10, 2), (0, 11, 0), (0, 11, 1), (0, 11, 2), (0, 12, 0), (0, 13, 0), (0, 14, 0),
+    (0, 14, 1), (0, 15, 0), (0, 15, 1), (0, 16, 0), (0, 17, 0), (0, 17, 1), (0, 18, 0), (0, 18, 1), (0, 19, 0),
+    (0, 19, 1), (0, 20, 0), (0, 20, 1), (0, 20, 2), (0, 21, 0), (0, 22, 0), (0, 22, 1), (0, 23, 0), (0, 24, 0),
+    (0, 25, 0), (0, 25, 1), (0, 26, 0), (0, 27, 0), (0, 27, 1), (0, 28, 0), (0, 29, 0), (0, 30, 0), (0, 31, 0),
+    (0, 32, 0), (0, 33, 0))
+OLDEST_MODELED = RELEASES[0]  # the first release that aligns attention blocks to Mamba pages
+NEWEST_MODELED = RELEASES[-1]
+HISTORY = EngineReleases(engine="vLLM", field="vllm_version", releases=RELEASES,
+                         dev_example="0.16.1rc1.dev265+g1a2b3c4")
 DEFAULT_VLLM_VERSION = "0.33.0"
 # Aliases of `--vllm-log`: the newest release, and the last one that printed the block-based count.
 LOG_FORMAT_VERSIONS = {"current": DEFAULT_VLLM_VERSION, "legacy": "0.20.0"}
@@ -53,25 +64,19 @@ LOG_FORMAT_VERSIONS = {"current": DEFAULT_VLLM_VERSION, "legacy": "0.20.0"}
 # to mamba_cache_mode 'all' once prefix caching is on).
 MAMBA_ALL_MODE_FAMILIES = frozenset({"nemotron_h", "jamba", "mamba", "mamba2", "falcon_mamba", "zamba2",
                                      "granitemoehybrid", "falcon_h1"})
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.?(?:post|rc|dev)\d*)?$")
+
+
+def read_vllm_version(text: str) -> ReleaseReading:
+    """The release a vLLM version string follows ("0.16.1rc1.dev265+g1a2b3c4" -> 0.16.0, a dev
+    build; the rules are release_version.py's), with the note that says so; InvalidInputError for
+    other text or a release hkv does not model."""
+    return read_release(text, HISTORY)
 
 
 def parse_vllm_version(text: str) -> tuple[int, int, int]:
-    """(major, minor, patch) of "0.24.0", "v0.24", "0.11.1.post2" or "0.10.1.1"; InvalidInputError
-    for other text or a release hkv does not model."""
-    match = _VERSION.match(text.strip())
-    if not match:
-        raise InvalidInputError(f"vllm_version must look like 0.24.0, got {text!r}", fields=("vllm_version",))
-    version = (int(match[1]), int(match[2]), int(match[3] or 0))
-    if not OLDEST_MODELED <= version <= NEWEST_MODELED:
-        raise InvalidInputError(
-            f"vllm_version {text} is outside the releases hkv models ({format_version(OLDEST_MODELED)} to "
-            f"{format_version(NEWEST_MODELED)}); pass one of those", fields=("vllm_version",))
-    return version
-
-
-def format_version(version: tuple[int, int, int]) -> str:
-    return ".".join(str(part) for part in version)
+    """(major, minor, patch) of the release "0.24.0", "v0.24", "0.11.1.post2", "0.10.1.1" or
+    "0.16.1rc1.dev265+g1a2b3c4" follows (read_vllm_version)."""
+    return read_vllm_version(text).release
 
 
 # The first release with a model class for a family its predecessors lacked.
@@ -112,12 +117,14 @@ class VllmRules:
     flashinfer_sampler_default: bool = False  # FlashInfer's sampler (no sort) wherever it is installed
     v2_model_runner: str = "all"  # "none" | "dense" (no MoE, no state) | "all": models on the V2 runner
     v2_estimates_cudagraphs: bool = True  # the V2 runner's graph estimate (0 before 0.29)
+    v2_sampler_copies_logits: bool = True  # V2's dummy sampler makes an fp32 copy of the logits
     profile_consumed_accounting: bool = True  # non-torch holds persistent torch buffers too
     blackwell_mla_backend: str = "FLASHINFER_MLA"  # MLA's default on SM100 while vLLM forced MLA blocks
     backend_block_size: bool = True  # block = the backend's preferred one (else forced per MLA backend)
     v2_sampler_warmup_pass: bool = True  # V2's dummy sampler also samples with every sampling parameter on
     gdn_prefill_checkpoints: bool = True  # Qwen GDN layers export align-mode checkpoints (gdn_checkpoints.py)
     gb10_small_batch_tier: bool = True  # GB10 (sm121) keeps the small batch defaults despite its memory
+    dsa_profile_workspace: bool = True  # the DSA indexer reserves its K-gather workspace in the profile run
 
     @classmethod
     def for_version(cls, text: str) -> VllmRules:
@@ -137,8 +144,9 @@ class VllmRules:
             large_gpu_batch_tier=v >= (0, 28, 0),
             sampler_sorts_vocab=v < (0, 17, 0),
             flashinfer_sampler_default=v < (0, 11, 1),
-            v2_model_runner="all" if v >= (0, 32, 0) else "dense" if v >= (0, 25, 0) else "none",
+            v2_model_runner="all" if v >= (0, 29, 0) else "dense" if v >= (0, 25, 0) else "none",
             v2_estimates_cudagraphs=v >= (0, 29, 0),
+            v2_sampler_copies_logits=not (0, 26, 0) <= v < (0, 33, 0),
             profile_consumed_accounting=v >= (0, 27, 0),
             blackwell_mla_backend=("FLASHINFER_MLA" if v >= (0, 15, 0) else "CUTLASS_MLA" if v >= (0, 11, 0)
                                    else "TRITON_MLA"),
@@ -146,6 +154,7 @@ class VllmRules:
             v2_sampler_warmup_pass=v >= (0, 33, 0),
             gdn_prefill_checkpoints=v >= (0, 33, 0),
             gb10_small_batch_tier=v >= (0, 33, 0),
+            dsa_profile_workspace=v >= (0, 25, 0),
         )
 
     @property

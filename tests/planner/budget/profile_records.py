@@ -11,16 +11,21 @@ tokens and 1,024 sequences for the API server, 16,384 for the LLM class; smaller
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from hkv.planner.budget.cudagraph_estimate import CudagraphEstimate, cudagraph_estimate
 from hkv.planner.budget.encoder_profile import encoder_outputs_bytes
 from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runner
+from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.non_torch import NonTorchSetup
+from hkv.planner.budget.profile import forward_shape
+from hkv.planner.plan_config import PlanConfig
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
 from hkv.planner.budget.sampler_peak import SamplerPath, sampler_paths, sampler_profile
 from hkv.planner.engines.vllm.rules import VllmRules
 
 GIB = 2**30
+CONFIGS = Path(__file__).resolve().parents[2] / "data" / "vllm_startups" / "configs"
 MM = ("XForConditionalGeneration",)  # a multimodal class name, for encoder_outputs_bytes
 
 
@@ -57,7 +62,7 @@ class ActivationRecord:
     def sampler_paths(self) -> tuple[SamplerPath, ...]:
         rules = self.rules()
         return sampler_paths(sorts_vocab=rules.sampler_sorts_vocab, flashinfer_by_default=rules.flashinfer_sampler_default,
-                             flashinfer_installed=self.flashinfer_installed, v2_runner=self.v2_runner())
+                             flashinfer_installed=self.flashinfer_installed, v2_runner=self.v2_runner(), v2_copies_logits=rules.v2_sampler_copies_logits)
 
     def predicted_bytes(self, path: SamplerPath | None = None) -> int:
         """hkv's activation on `path` (default: the likelier one)."""
@@ -143,27 +148,36 @@ class EstimateRecord:
     full: int
     moe: bool
     logged_gib: float
+    config: str = ""  # the model: tests/data/vllm_startups/configs/<config>.json or a catalog name
+    tp: int = 1
+
+    def live_bytes_per_token(self) -> int:
+        """The forward's live set per token on one rank, as hkv's graph estimate reads it."""
+        path = CONFIGS / f"{self.config}.json"
+        model = load_model_spec(str(path) if path.exists() else self.config)
+        shape = forward_shape(model, PlanConfig(tp=self.tp))
+        return shape.kept_bytes(1) + shape.forward_extra_bytes(1)
 
     def predicted_bytes(self) -> int:
-        return CudagraphEstimate(self.layers, self.piecewise, self.full, self.moe).bytes
+        return CudagraphEstimate(self.layers, self.piecewise, self.full, self.moe, self.live_bytes_per_token()).bytes
 
 
 ESTIMATE_RECORDS = (
-    EstimateRecord("r001_qwen35_9b_l40s", 32, 51, 35, False, 0.78),
-    EstimateRecord("r002_qwen25_7b_v022", 28, 35, 19, False, 0.37),
-    EstimateRecord("r003_qwen36_27b_nvfp4_spark", 64, 5, 4, False, 0.61),
-    EstimateRecord("r005_qwen35_4b_v022_gmu05", 32, 51, 35, False, 0.64),  # counts: default sizes, max 512
-    EstimateRecord("r012_lfm25_12b_sm90_16g_v026", 16, 76, 60, False, 0.58),
-    EstimateRecord("r050_gpustack251_qwen36_27b_awq_mtp_tp2_v0271", 64, 16, 0, False, 0.36),
-    EstimateRecord("r006_qwen36_35b_nvfp4_wsl_v020", 40, 1, 1, True, 0.36),
-    EstimateRecord("r014_qwen36_35b_nvfp4_spark_v020", 40, 1, 1, True, 0.43),
-    EstimateRecord("r007_qwen36_35b_nvfp4_wsl_v0192_negative", 40, 11, 7, True, 1.21),
-    EstimateRecord("r009_glm52_nvfp4_tp4ep_v026", 78, 51, 51, True, 4.99),
-    EstimateRecord("r017_dsv4_flash_2xspark_tp2_v021", 43, 5, 3, True, 0.55),
+    EstimateRecord("r001_qwen35_9b_l40s", 32, 51, 35, False, 0.78, config="qwen3.5-9b", tp=1),
+    EstimateRecord("r002_qwen25_7b_v022", 28, 35, 19, False, 0.37, config="qwen2.5-7b-instruct", tp=1),
+    EstimateRecord("r003_qwen36_27b_nvfp4_spark", 64, 5, 4, False, 0.61, config="nvidia-qwen3.6-27b-nvfp4", tp=1),
+    EstimateRecord("r005_qwen35_4b_v022_gmu05", 32, 51, 35, False, 0.64, config="qwen3.5-4b", tp=1),  # counts: default sizes, max 512
+    EstimateRecord("r012_lfm25_12b_sm90_16g_v026", 16, 76, 60, False, 0.58, config="lfm2.5-1.2b-instruct", tp=1),
+    EstimateRecord("r050_gpustack251_qwen36_27b_awq_mtp_tp2_v0271", 64, 16, 0, False, 0.36, config="nvidia-qwen3.6-27b-nvfp4", tp=2),
+    EstimateRecord("r006_qwen36_35b_nvfp4_wsl_v020", 40, 1, 1, True, 0.36, config="redhatai-qwen3.6-35b-a3b-nvfp4", tp=1),
+    EstimateRecord("r014_qwen36_35b_nvfp4_spark_v020", 40, 1, 1, True, 0.43, config="redhatai-qwen3.6-35b-a3b-nvfp4", tp=1),
+    EstimateRecord("r007_qwen36_35b_nvfp4_wsl_v0192_negative", 40, 11, 7, True, 1.21, config="redhatai-qwen3.6-35b-a3b-nvfp4", tp=1),
+    EstimateRecord("r009_glm52_nvfp4_tp4ep_v026", 78, 51, 51, True, 4.99, config="nvidia-glm-5.2-nvfp4", tp=4),
+    EstimateRecord("r017_dsv4_flash_2xspark_tp2_v021", 43, 5, 3, True, 0.55, config="deepseek-v4-flash", tp=2),
     # r015 printed no estimate line, but "--gpu-memory-utilization=0.8000 is equivalent to 0.7924
     # without CUDA graph memory profiling": (0.8 - 0.7924) x 119.63 GiB = 0.91 GiB (+-0.01 from the
     # rounding); counts not printed, vLLM's defaults for max_num_seqs 8 (sizes 1-16, FULL up to 8)
-    EstimateRecord("r015_nemotron3_nano_30b_spark_v0202", 52, 5, 4, True, round((0.8 - 0.7924) * 119.63, 2)),
+    EstimateRecord("r015_nemotron3_nano_30b_spark_v0202", 52, 5, 4, True, round((0.8 - 0.7924) * 119.63, 2), config="nemotron-3-nano-30b-a3b", tp=1),
 )
 # Left out: r004 (MiniMax-M3 converted locally, layer count unknown), r013 (DFlash drafter's
 # graphs, counts not printed), r016 / r035 / r046 (counts not printed and the models' configs not

@@ -14,10 +14,23 @@ from profile_records import ACTIVATION_RECORDS, ESTIMATE_RECORDS, GIB, NON_TORCH
 from hkv.planner.budget.budget_constants import SHIPPED
 
 
+# Logged estimates the shipped graph constants miss by more than a factor of two (ratio logged / hkv).
+# The constants are fitted on the usable start-ups only (the benchmark's records); these logs are
+# not among them, so this is an out-of-sample check of the estimate's form.
+GRAPH_OUTSIDE = {
+    # MoE at TP 1 on 0.19.2 (printed, not subtracted; a refused start-up under WSL): the fused-MoE
+    # kernels' per-graph memory is 2.7x what the forward's live set gives; the TP 4 MoE logs (r009,
+    # q002's budget) and TP 8 (r049's) agree with the live set, so TP 1 MoE is where the form is weakest
+    "r007_qwen36_35b_nvfp4_wsl_v0192_negative": "2.68",
+    # 16 piecewise graphs, MTP at TP 2 on 0.27.1: the drafter's graphs are not in the layer count
+    "r050_gpustack251_qwen36_27b_awq_mtp_tp2_v0271": "0.47",
+}
+
+
 def test_graph_estimate_within_a_factor_of_two() -> None:
     ratios = {r.record_id: r.logged_gib * GIB / r.predicted_bytes() for r in ESTIMATE_RECORDS}
-    inside = [name for name, ratio in ratios.items() if 0.5 <= ratio <= 2.0]
-    assert len(inside) >= 0.9 * len(ratios), {k: round(v, 2) for k, v in ratios.items()}
+    outside = {name: f"{ratio:.2f}" for name, ratio in ratios.items() if not 0.5 <= ratio <= 2.0}
+    assert set(outside) == set(GRAPH_OUTSIDE), outside
 
 
 def test_non_torch_residual_band_holds_most_logs() -> None:

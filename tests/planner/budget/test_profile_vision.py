@@ -8,11 +8,12 @@ profiled with 1 image items of the maximum feature size" lines (r001; r003: 6553
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from hkv.model_specs.from_hf_config import from_hf_config
 from hkv.model_specs.vision_tower import VisionTower, vision_tower_of
-from hkv.planner.budget.non_torch import CONTEXT_BYTES, LINEAR_ATTENTION_CONSUMER_BLACKWELL_BYTES
+from hkv.planner.budget.budget_constants import SHIPPED
 from hkv.planner.budget.profile import profile_terms
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
 from hkv.planner.budget.vision_profile import VisionProfile, pinned_host_bytes, vision_profile
@@ -93,11 +94,14 @@ def test_r001_qwen35_9b_l40s_activation() -> None:
 def test_r003_unified_memory_counts_pinned_host_buffers() -> None:
     """Qwen3.6-27B on GB10 (unified memory), 65,536 batched tokens: 4 images of 16,384 tokens."""
     model = from_hf_config(_config("nvidia-qwen3.6-27b-nvfp4.json"), "qwen3.6-27b")
-    cfg = PlanConfig(gpu="gb10", vllm_version="0.23.1", max_num_seqs=8)
+    constants = replace(SHIPPED, context_bytes=100, linear_attention_bytes=20, unified_memory_bytes=3)
+    cfg = PlanConfig(gpu="gb10", vllm_version="0.23.1", max_num_seqs=8, budget_constants=constants)
     activation, _, non_torch = profile_terms(model, cfg, 65536)
     pixels = 4 * 65536 * 1536 * 2  # 805,306,368
     kept = encoder = 65536 * 5120 * 2  # 671,088,640 each
     forward = 65536 * (5120 + 3 * 17408) * 2  # 7,516,192,768, beats the tower's 262144 x 13824 x 2
     assert activation.bytes == pixels + kept + encoder + forward  # 9.0 GiB
     inputs_embeds = 65536 * 5120 * 2
-    assert non_torch.bytes == CONTEXT_BYTES + LINEAR_ATTENTION_CONSUMER_BLACKWELL_BYTES + inputs_embeds + pixels
+    # the context, the linear-attention kernels and the host's share (the test's own constants), and
+    # the pinned host buffers: inputs_embeds' host half and the dummy images' staging
+    assert non_torch.bytes == 100 + 20 + 3 + inputs_embeds + pixels

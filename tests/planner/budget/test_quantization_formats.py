@@ -225,3 +225,50 @@ def test_dispatch_by_quant_method_and_override() -> None:
     assert quant_format({"quant_method": "gguf"}, None) is None  # not modelled: caller falls back
     with pytest.raises(InvalidInputError, match="awq"):
         quant_format(None, "awq")
+
+
+def test_gptq_forced_by_the_user_skips_marlin_on_any_gpu() -> None:
+    # --quantization gptq on a GPTQ checkpoint (q003, GB10): the exllama kernel, even where Marlin runs.
+    # 65,536 packed + scales 2,048 + zeros 2 x 512 x 4 / 8 = 512 + one g_idx 256 x 4 = 1,024 (act-order)
+    config = {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": True}
+    forced = quant_format(config, "gptq")
+    assert _bytes(forced, ctx=BLACKWELL) == 65_536 + 2_048 + 512 + 1_024
+    # no override (or gptq_marlin): Marlin drops the zeros and keeps g_idx + sort indices (2 x 1,024)
+    assert _bytes(quant_format(config, None), ctx=BLACKWELL) == 65_536 + 2_048 + 2_048
+    assert _bytes(quant_format(config, "gptq_marlin"), ctx=BLACKWELL) == 65_536 + 2_048 + 2_048
+
+
+@pytest.mark.parametrize(
+    ("module", "role", "expected"),
+    [
+        # excluded by "model.language_model.layers.0.mlp*": bf16, 256 x 512 x 2
+        ("model.language_model.layers.0.mlp.gate_proj", "linear", 262_144),
+        ("model.language_model.layers.0.self_attn.q_proj", "linear", 262_144),
+        ("model.vision_tower.encoder.layers.3.mlp.up_proj", "linear", 262_144),
+        # the experts sit beside mlp, not under it: NVFP4, 256 x 512 / 2 = 65,536 values + 512 x 256 / 16
+        # = 8,192 fp8 scales (no swizzle on 12.1) + two fp32 global scales
+        ("model.language_model.layers.0.experts", "experts_w13", 65_536 + 8_192 + 8),
+    ],
+)
+def test_modelopt_nvfp4_experts_only_exclude_modules(module: str, role: str, expected: int) -> None:
+    # nvidia/Gemma-4-26B-A4B-NVFP4's hf_quant_config.json layout (nested under "quantization").
+    fmt = quant_format(
+        {
+            "quant_method": "modelopt",
+            "quantization": {
+                "quant_algo": "NVFP4",
+                "group_size": 16,
+                "exclude_modules": [
+                    "lm_head",
+                    "model.embed_vision*",
+                    "model.language_model.layers.0.mlp*",
+                    "model.language_model.layers.0.router*",
+                    "model.language_model.layers.0.self_attn*",
+                    "model.vision_tower*",
+                ],
+            },
+        },
+        None,
+    )
+    weight = LinearWeight(module, K, N, role=role)  # type: ignore[arg-type]
+    assert _bytes(fmt, weight, ctx=QuantContext(2, (12, 1))) == expected

@@ -138,6 +138,27 @@ def test_server_args_plain_dict_and_older_repr():
                           "tp_size": 1, "disable_radix_cache": False}
 
 
+def test_server_args_repr_with_elided_items():
+    # A pasted dump with "..." in place of fields (the Grok-2 blog's, g004): the items next to each "..."
+    # are read too, tp_size among them (missing it sizes the pools at TP 1, an eighth of the tokens).
+    log = read_sglang_log(["[2025-09-11 10:24:10] server_args=ServerArgs(model_path='/models/grok-2', ... "
+                           "dtype='auto', quantization='fp8', mem_fraction_static=0.831, max_running_requests=None, "
+                           "... max_total_tokens=None, page_size=1, swa_full_tokens_ratio=0.8, ... tp_size=8, "
+                           "pp_size=1, ... attention_backend='triton', ... cuda_graph_max_bs=None, ...)"])
+    assert log.args == {"model_path": "/models/grok-2", "dtype": "auto", "quantization": "fp8",
+                        "mem_fraction_static": 0.831,
+                        "max_running_requests": None, "max_total_tokens": None, "page_size": 1,
+                        "swa_full_tokens_ratio": 0.8, "tp_size": 8, "pp_size": 1, "attention_backend": "triton",
+                        "cuda_graph_max_bs": None}
+
+
+def test_kv_pool_line_quoted_in_backticks():
+    # A test report quoting the line in Markdown (g005, Nemotron-3-Nano-Omni on 4 x GB10).
+    log = read_sglang_log(["- `KV Cache is allocated. dtype: float8_e4m3fn, #tokens: 19644177, K size: 14.05 GB, "
+                           "V size: 14.05 GB`; avail mem 42.45 GB after pools"])
+    assert log.kv_pool is not None and log.kv_pool.num_tokens == 19644177
+
+
 def test_no_sglang_line_is_one_clear_error():
     with pytest.raises(InvalidInputError, match="none of SGLang's start-up lines"):
         read_sglang_log(["INFO 11-23 10:00:30 Available KV cache memory: 37.5 GiB", ""])
