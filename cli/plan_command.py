@@ -25,10 +25,12 @@ from hkv.cli.plan_engines import uses_engines, write_engine_plans
 from hkv.cli.plan_svg import SvgOpt, checked_svg_path, save_svg
 from hkv.cli.plan_sweep import write_sweep
 from hkv.cli.render_plan import render_plan
+from hkv.cli.render_startup import note_refusals
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.memory_budget import fit_warning
 from hkv.planner.plan import plan
 from hkv.planner.plan_json import plan_to_dict
+from hkv.planner.startup import vllm_startup
 
 ModelArg = Annotated[str, typer.Argument(
     help="catalog name (gemma-3-27b), HF id, model directory or config.json")]
@@ -97,12 +99,14 @@ def plan_command(
         cap = result.primary.capacity
         note(f"one request of {cap.max_model_len:,} tokens does not fit the {cfg.primary_layout} layout; "
              f"the longest that fits is {cap.max_context_len:,} tokens (--max-model-len)")
+    startup = vllm_startup(result)
+    note_refusals((startup,))
     if output_format is OutputFormat.json:
         write_json({**plan_to_dict(result), "assumed": assumed})
     else:
         line = assumed_note(assumed)
         if line:
             note(line)
-        render_plan(result, stdout_console())
+        render_plan(result, stdout_console(), startup)
     if svg_path is not None:
         save_svg(result, svg_path)

@@ -1,6 +1,7 @@
 """`hkv plan --engine vllm,sglang`: each engine's plan (vLLM: planner.plan; SGLang:
 plan_sglang), summed up side by side in one table, or one JSON document (render_engine_comparison:
-"engines" a list of summaries, then "vllm" the full plan document and "sglang" its pools)."""
+"engines" a list of summaries, then "vllm" the full plan document and "sglang" its pools), each
+with its start-up verdict (planner/startup; JSON "startup": {engine: verdict})."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hkv.cli.errors import UserError, user_message
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_emit import write_launch
 from hkv.cli.render_engine_comparison import comparison_to_dict, render_engine_comparison
+from hkv.cli.render_startup import note_refusals, render_startup
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.engines.engine_summary import (
     EngineSummary,
@@ -27,6 +29,7 @@ from hkv.planner.errors import DoesNotFitError
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
 from hkv.planner.plan_json import plan_to_dict
+from hkv.planner.startup import StartupVerdict, sglang_refusal, sglang_startup, vllm_startup
 
 
 def sglang_plan(spec: ModelSpec, cfg: PlanConfig, args: SglangServerArgs) -> SglangPlan:
@@ -55,12 +58,13 @@ def write_engine_plans(spec: ModelSpec, cfg: PlanConfig, engines: tuple[str, ...
     write_engine_comparison(spec, cfg, engines, args, assumed, output_format)
 
 
-EngineColumn = tuple[EngineSummary, Any, list[str]]  # the table's column, the JSON's document, notes
+# the table's column, the JSON's document, notes, the start-up verdict
+EngineColumn = tuple[EngineSummary, Any, list[str], StartupVerdict]
 
 
 def _vllm_column(spec: ModelSpec, cfg: PlanConfig, args: SglangServerArgs) -> EngineColumn:
     result = plan(spec, cfg)
-    return vllm_summary(result), plan_to_dict(result), []
+    return vllm_summary(result), plan_to_dict(result), [], vllm_startup(result)
 
 
 def _sglang_column(spec: ModelSpec, cfg: PlanConfig, args: SglangServerArgs) -> EngineColumn:
@@ -68,9 +72,10 @@ def _sglang_column(spec: ModelSpec, cfg: PlanConfig, args: SglangServerArgs) -> 
         planned = sglang_plan(spec, cfg, args)
     except DoesNotFitError as err:  # shown as a column that does not fit, as vLLM's plan shows it
         summary = not_fitting_summary(SGLANG, args.version, args.context_length or spec.max_model_len)
-        return summary, {"error": user_message(err)}, [f"sglang: {user_message(err)}"]
+        return (summary, {"error": user_message(err)}, [f"sglang: {user_message(err)}"],
+                sglang_refusal(err, args.version))
     notes = [f"sglang: {line}" for line in (*planned.notes, *_vllm_only_budget(cfg))]
-    return sglang_summary(planned), planned.to_json(), notes
+    return sglang_summary(planned), planned.to_json(), notes, sglang_startup(planned)
 
 
 _COLUMNS: dict[str, Callable[[ModelSpec, PlanConfig, SglangServerArgs], EngineColumn]] = {
@@ -82,18 +87,25 @@ def write_engine_comparison(spec: ModelSpec, cfg: PlanConfig, engines: tuple[str
     summaries: list[EngineSummary] = []
     details: dict[str, Any] = {}
     notes: list[str] = []
+    verdicts: list[StartupVerdict] = []
     for engine in engines:
-        summary, detail, engine_notes = _COLUMNS[engine](spec, cfg, args)
+        summary, detail, engine_notes, verdict = _COLUMNS[engine](spec, cfg, args)
         summaries.append(summary)
         details[engine] = detail
         notes += engine_notes
+        verdicts.append(verdict)
+    # an SGLang refusal is already a note beside the table: stderr says the vLLM one
+    note_refusals([v for v in verdicts if v.engine != SGLANG])
     if output_format is OutputFormat.json:
-        write_json({**comparison_to_dict(spec, summaries, details), "assumed": assumed})
+        write_json({**comparison_to_dict(spec, summaries, details),
+                    "startup": {v.engine: v.to_json() for v in verdicts}, "assumed": assumed})
         return
     line = gpu_assumed_note(assumed)
     if line:
         note(line)
-    render_engine_comparison(spec, summaries, notes, stdout_console())
+    console = stdout_console()
+    render_engine_comparison(spec, summaries, notes, console)
+    render_startup(verdicts, console)
 
 
 def _vllm_only_budget(cfg: PlanConfig) -> list[str]:

@@ -9,9 +9,11 @@ from rich.panel import Panel
 from rich.table import Table
 
 from hkv.cli.render_layout_picture import layout_picture
+from hkv.cli.render_startup import render_startup
 from hkv.planner.layout import Layout
 from hkv.planner.plan import LayoutReport, Plan
 from hkv.planner.sizes import format_bytes, format_gib
+from hkv.planner.startup import StartupVerdict
 
 
 def describe_groups(layout: Layout) -> str:
@@ -29,7 +31,8 @@ _TERM_LABELS = {"weights": "weights per GPU", "activation": "profile peak (activ
                 "calibration": "calibration (your start-up log)"}
 
 
-def render_plan(plan: Plan, console: Console) -> None:
+def render_plan(plan: Plan, console: Console, startup: StartupVerdict | None = None) -> None:
+    """The plan; `startup` (vLLM's verdict) closes it with the start-up section."""
     model, budget, cfg = plan.model, plan.budget, plan.config
     mix = ", ".join(f"{n} {k}" for k, n in model.layer_mix().items())
     flag = "" if model.verified else "  [yellow](unverified config)[/yellow]"
@@ -127,3 +130,5 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(f"[dim]{name}: not applicable ({why})[/dim]")
     if not budget.exact:
         console.print("[dim]overheads are estimates; pass --available-kv-memory for an exact budget[/dim]")
+    if startup is not None:
+        render_startup((startup,), console)

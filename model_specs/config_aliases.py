@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from hkv.model_specs.nemotron_nas_layers import first_attention_kv_heads, largest_intermediate_size
+
 if TYPE_CHECKING:
     from hkv.model_specs.config_view import ConfigView
 
@@ -110,6 +112,8 @@ _GPT2_NAMES: dict[str, KeyRule] = {
 FAMILY_KEY_RULES: dict[str, dict[str, KeyRule]] = {
     # AliceAI (vLLM 0.33 alice_ai.py l.118-137, l.695): KDA sized by the flat linear_* key spellings
     "alice_ai": {"linear_num_heads": renamed("linear_num_key_heads"), "linear_head_dim": renamed("linear_key_head_dim")},
+    # Step-3.5/3.7-Flash's text config names its KV heads num_attention_groups (vLLM's step3p5.py)
+    **{family: {"num_key_value_heads": renamed("num_attention_groups")} for family in ("step3p5", "step3p7")},
     "gpt2": {**_GPT2_NAMES, "num_key_value_heads": _every_head},
     "gptj": {**_GPT2_NAMES, "num_key_value_heads": _every_head},
     # Served by vLLM's Transformers backend, which reads the config object's num_key_value_heads.
@@ -136,6 +140,9 @@ FAMILY_KEY_RULES: dict[str, dict[str, KeyRule]] = {
             "num_attention_heads": renamed("n_heads"), "max_position_embeddings": renamed("max_seq_len"),
             "num_key_value_heads": _every_head, "head_dim": _head_by_division,
             "intermediate_size": _mpt_intermediate},
+    # Nemotron-NAS: null top-level keys, read from block_configs as vLLM does (nemotron_nas_layers.py)
+    "nemotron-nas": {"num_key_value_heads": first_attention_kv_heads,
+                     "intermediate_size": largest_intermediate_size},
     "longcat_flash": {"num_hidden_layers": _longcat_layers, "intermediate_size": renamed("ffn_hidden_size"),
                       "moe_intermediate_size": renamed("expert_ffn_hidden_size"),
                       "num_experts_per_tok": renamed("moe_topk")},

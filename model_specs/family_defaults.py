@@ -18,6 +18,27 @@ FAMILY_ALIASES: dict[str, str] = {
     "llama4": "llama4_text",
     "minimax_m1": "minimax",
     "minimax_text_01": "minimax",
+    # Kimi-K2 / K2.5's language model is DeepSeek-V3's MLA + MoE decoder: its config names
+    # DeepseekV3ForCausalLM, and vLLM's is_deepseek_mla lists kimi_k2 beside deepseek_v3.
+    "kimi_k2": "deepseek_v3",
+    # MiMo-7B: vLLM's MiMoForCausalLM is Qwen2ForCausalLM (models/mimo.py); its MTP layers
+    # (num_nextn_predict_layers) are vLLM's MiMoMTP drafter.
+    "mimo": "qwen2",
+    # The FP8 repacks of DeepSeek-V4 (sgl-project/DeepSeek-V4-*-FP8) label DeepseekV4ForCausalLM's
+    # config deepseek_ref; the keys are DeepSeek-V4's (FAMILY_NOTES says how vLLM loads it).
+    "deepseek_ref": "deepseek_v4",
+    # MiniMax-M3 configs that keep the language model's keys at the top level (MiniMaxM3ForCausalLM,
+    # or a flat MiniMaxM3SparseForConditionalGeneration config): the text backbone's rules, which read
+    # its sparse_attention_config (layer_rules.minimax_m3_layers).
+    "minimax_m3": "minimax_m3_text",
+    "minimax_m3_vl": "minimax_m3_vl_text",
+}
+
+# What a user must know about an aliased model_type to serve it (noted in the plan).
+FAMILY_NOTES: dict[str, str] = {
+    "deepseek_ref": "model_type deepseek_ref planned as deepseek_v4 (its architecture, DeepseekV4ForCausalLM); "
+                    "transformers does not know deepseek_ref, so vLLM needs --hf-overrides "
+                    "'{\"model_type\": \"deepseek_v4\"}' to load this config",
 }
 
 

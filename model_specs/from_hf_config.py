@@ -16,7 +16,7 @@ from hkv.model_specs.config_view import ConfigView, merge_text_config
 from hkv.model_specs.draft_layers import full_attention_drafts
 from hkv.model_specs.dtypes import DEFAULT_DTYPE_BYTES, dtype_bytes
 from hkv.model_specs.errors import InvalidConfigError
-from hkv.model_specs.family_defaults import QUIET_DEFAULT_KEYS, defaults_for, family_of
+from hkv.model_specs.family_defaults import FAMILY_NOTES, QUIET_DEFAULT_KEYS, defaults_for, family_of
 from hkv.model_specs.compressed_attention import compressed_cache_layers, compressed_draft_layers
 from hkv.model_specs.dory_layers import dory_cache_layers
 from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES, domyn_edge_cache_layers
@@ -26,7 +26,9 @@ from hkv.model_specs.kv_sharing import kv_share_targets
 from hkv.model_specs.layer_classify import classify_layers
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer, RecurrentDesc
 from hkv.model_specs.layer_kinds import SSM_ONLY_FAMILIES, LayerKind
+from hkv.model_specs.mimo_v2_layers import MIMO_V2_FAMILIES, mimo_v2_cache_layers
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.model_specs.nemotron_nas_layers import NEMOTRON_NAS_FAMILY, nemotron_nas_cache_layers
 from hkv.model_specs.padded_latent_layers import padded_latent_draft_layers, padded_latent_layers
 from hkv.model_specs.param_count import count_params
 from hkv.model_specs.param_breakdown import ParamBreakdown
@@ -55,6 +57,8 @@ def from_hf_config(config: Mapping[str, Any], name: str, *, dtype_override: str 
     family = family_of(merged)
     check_architecture(config, merged, family, name)
     view = ConfigView(merged, family, defaults_for(family), [], QUIET_DEFAULT_KEYS)
+    if str(merged["model_type"]) in FAMILY_NOTES:
+        view.note(FAMILY_NOTES[str(merged["model_type"])])
 
     kinds = classify_layers(view)
     model_dtype = _model_dtype_bytes(view, dtype_override)
@@ -150,7 +154,8 @@ def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_laye
 # Families whose layers cache more than their attention and mixer (Inkling: a conv state per layer).
 FAMILY_CACHE_LAYERS = {"inkling_text": inkling_cache_layers, "deepseek_v4": compressed_cache_layers,
                        "dots3_note": padded_latent_layers, "dots3_note_text": padded_latent_layers,
-                       "dory": dory_cache_layers,
+                       "dory": dory_cache_layers, NEMOTRON_NAS_FAMILY: nemotron_nas_cache_layers,
+                       **{family: mimo_v2_cache_layers for family in MIMO_V2_FAMILIES},
                        **{family: domyn_edge_cache_layers for family in DOMYN_EDGE_FAMILIES},
                        **{family: step5_cache_layers for family in STEP5_FAMILIES}}
 # Families whose MTP layers are not copies of their first full-attention layer.

@@ -10,6 +10,7 @@ from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES, domyn_edge_la
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.inkling_layers import inkling_layer_types
 from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList, kinds_from_names
+from hkv.model_specs.step3p7_model import STEP3P7_FAMILIES, step3p7_layer_types
 from hkv.model_specs.step5_layers import STEP5_FAMILIES, step5_layer_types
 
 LAYER_RULES: dict[str, rules.LayerRule] = {
@@ -43,6 +44,9 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "olmo_hybrid": rules.olmo_hybrid_layers,
     "lara_mini": rules.lara_mini_layers,
     "minimax": rules.minimax_attn_type_list,
+    "minimax_m2": rules.minimax_m2_layers,  # full attention on every layer; attn_type_list all 1
+    "nemotron-nas": rules.nemotron_nas_layers,  # attention or none per block_configs (nemotron_nas_layers.py)
+    "mimo_v2_flash": rules.mimo_v2_layers,  # sliding / full per hybrid_layer_pattern (mimo_v2_layers.py)
     "bamba": rules.attention_indices,
     "granitemoehybrid": rules.granite_hybrid,
     "jamba": rules.period_offset,
@@ -76,6 +80,8 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "dory": dory_layer_types,  # looped: one cache per loop per recurrent layer, dory_layers.py
     # sparse layers: K/V + summary cache + CSA tail ring (step5_layers.py)
     **{family: step5_layer_types for family in STEP5_FAMILIES},
+    # Step-3.5/3.7-Flash: full / sliding per layer_types less its MTP tail (step3p7_model.py)
+    **{family: step3p7_layer_types for family in STEP3P7_FAMILIES},
     # DomynEdge: full or sliding (window + 1) per window_sizes, head size per layer (domyn_edge_layers.py)
     **{family: domyn_edge_layer_types for family in DOMYN_EDGE_FAMILIES},
 }

@@ -13,6 +13,8 @@ from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.indexer_cache import indexer_sharing_layers
 from hkv.model_specs.layer_kinds import LayerTypeList
+from hkv.model_specs.mimo_v2_layers import mimo_v2_layer_type_names
+from hkv.model_specs.nemotron_nas_layers import layer_type_names
 
 LayerRule = Callable[[ConfigView, int], LayerTypeList]
 
@@ -257,6 +259,39 @@ def minimax_attn_type_list(view: ConfigView, n: int) -> LayerTypeList:
             raise InvalidConfigError(
                 f"attn_type_list[{idx}] = {flag!r} is not a known layer kind; expected 0 or 1")
     return LayerTypeList("attn_type_list", tuple(names[f] for f in flags))
+
+
+def minimax_m2_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """MiniMax-M2 / M2.1 / M2.5 / M2.7: softmax (full) attention on every layer. vLLM's
+    MiniMaxM2DecoderLayer (models/minimax_m2.py) builds MiniMaxM2Attention without a window and never
+    reads attn_type_list; the released configs list 1 (softmax) for every layer. A 0 there (MiniMax-M1's
+    lightning attention) is a layer that architecture has no module for, so it is refused."""
+    explicit = explicit_layer_types(view, n)
+    if explicit:
+        return explicit
+    flags = view.get("attn_type_list")
+    if flags is not None:
+        if not isinstance(flags, list) or len(flags) != n:
+            raise InvalidConfigError(
+                f"attn_type_list must list {n} entries (num_hidden_layers), got {flags!r}")
+        lightning = [idx for idx, flag in enumerate(flags) if flag != 1]
+        if lightning:
+            idx = lightning[0]
+            raise InvalidConfigError(
+                f"attn_type_list[{idx}] = {flags[idx]!r} in model_type {view.family!r}: MiniMaxM2ForCausalLM "
+                "has softmax attention on every layer (vLLM's minimax_m2.py has no lightning attention; "
+                "MiniMax-M1 is model_type minimax), so hkv cannot plan this model")
+    return _every(lambda i: "full_attention", "attn_type_list" if flags is not None else "model_type", n)
+
+
+def nemotron_nas_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """Nemotron-NAS / DeciLM: attention unless block_configs[i].attention.no_op (nemotron_nas_layers.py)."""
+    return LayerTypeList("block_configs", layer_type_names(view, n))
+
+
+def mimo_v2_layers(view: ConfigView, n: int) -> LayerTypeList:
+    """MiMo-V2-Flash: hybrid_layer_pattern[i] 1 = sliding, 0 = full (mimo_v2_layers.py)."""
+    return LayerTypeList("hybrid_layer_pattern", mimo_v2_layer_type_names(view, n))
 
 
 def attention_indices(view: ConfigView, n: int) -> LayerTypeList:

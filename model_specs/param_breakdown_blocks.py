@@ -80,9 +80,11 @@ def routed_experts(
     bias: bool = False,
     router_bias: bool = False,
     router_name: str = "gate",
+    name: str = "mlp",
 ) -> Weights:
-    """Router (replicated, never quantized by vLLM's MoE models) + stacked gate|up and down experts."""
-    p = prefix + "mlp."
+    """Router (replicated, never quantized by vLLM's MoE models) + stacked gate|up and down experts,
+    under `prefix` + `name` (the MoE block's checkpoint name)."""
+    p = f"{prefix}{name}."
     return [
         DenseWeight(p + router_name, hidden * num_experts + (num_experts if router_bias else 0), part, layer),
         LinearWeight(

@@ -30,6 +30,9 @@ from hkv.model_specs.param_breakdown_gemma4 import (
 )
 from hkv.model_specs.param_breakdown_towers import tower_weights
 from hkv.model_specs.param_count_common import Kinds, is_attention, is_tied, qwen_sparse_layers
+from hkv.model_specs.param_count_mimo_v2 import mimo_v2_layer
+from hkv.model_specs.param_count_minimax_m2 import minimax_m2_layer
+from hkv.model_specs.step3p7_model import STEP3P7_FAMILIES, step3p7_layer
 
 LM: Part = "language_model"
 # Checkpoint prefix of the decoder layers, by architecture of multimodal wrappers (HF names).
@@ -39,6 +42,7 @@ _WRAPPER_PREFIX = {
     "Gemma3ForConditionalGeneration": "language_model.model.",
     "Mistral3ForConditionalGeneration": "language_model.model.",
     "Gemma4ForConditionalGeneration": "model.language_model.",
+    "Step3p7ForConditionalGeneration": "model.language_model.",
 }
 
 
@@ -223,6 +227,9 @@ LAYER_BUILDERS: dict[str, LayerBuilder] = {
     "qwen3_5_moe_text": _qwen3_next,
     "deepseek_v4": deepseek_v4_layer,
     "gemma4_text": gemma4_layer,
+    "minimax_m2": minimax_m2_layer,
+    "mimo_v2_flash": mimo_v2_layer,
+    **{family: step3p7_layer for family in STEP3P7_FAMILIES},
 }
 
 

@@ -32,8 +32,12 @@ from hkv.model_specs.param_count_flint import flint
 from hkv.model_specs.param_count_gemma3n import gemma3n
 from hkv.model_specs.param_count_gemma4 import gemma4
 from hkv.model_specs.param_count_inkling import inkling
+from hkv.model_specs.param_count_mimo_v2 import mimo_v2
+from hkv.model_specs.param_count_minimax_m2 import minimax_m2
 from hkv.model_specs.param_count_minimax_m3 import minimax_m3
 from hkv.model_specs.param_count_muse_spark import muse_spark
+from hkv.model_specs.param_count_nemotron_nas import nemotron_nas
+from hkv.model_specs.step3p7_model import STEP3P7_FAMILIES, step3p7
 
 ParamCounter = Callable[[ConfigView, Kinds], int]
 
@@ -68,6 +72,7 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "granitemoehybrid": hybrid.granitemoehybrid,
     "falcon_h1": hybrid.falcon_h1,
     "nemotron_h": hybrid.nemotron_h,
+    "nemotron-nas": nemotron_nas,  # attention / MLP per block_configs (param_count_nemotron_nas.py)
     "jamba": hybrid.jamba,
     "qwen3_next": hybrid.qwen3_next,
     "qwen3_5_text": hybrid.qwen3_next,  # the same decoder: gated delta net + gated attention
@@ -75,6 +80,9 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "minimax": hybrid.minimax,
     "minimax_m3_text": minimax_m3,  # GQA + MiniMax-M3 indexers, dense/MoE MLPs (param_count_minimax_m3.py)
     "minimax_m3_vl_text": minimax_m3,
+    "minimax_m2": minimax_m2,  # GQA + per-layer q/k norms, MoE on every layer (param_count_minimax_m2.py)
+    "mimo_v2_flash": mimo_v2,  # sliding / full geometry, SWA sinks, MoE per moe_layer_freq (param_count_mimo_v2.py)
+    **{family: step3p7 for family in STEP3P7_FAMILIES},  # 64/96-head GQA + g_proj, MoE + shared expert (step3p7_model.py)
     "kimi_linear": hybrid.kimi_linear,
     "beam": beam,  # gated GQA + MoE / dense per mlp_layer_types (param_count_beam.py)
     "flint": flint,  # GQA + sinks, MoE + shared expert unless mlp_only_layers (param_count_flint.py)

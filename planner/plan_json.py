@@ -11,6 +11,7 @@ from hkv.planner.capacity_band import CapacityBand
 from hkv.planner.layout import KVCacheGroup, Layout
 from hkv.planner.plan import LayoutReport, Plan
 from hkv.planner.plan_config import PlanConfig
+from hkv.planner.startup import vllm_startup
 
 SCHEMA_VERSION = 1
 
@@ -86,6 +87,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "layouts": {name: {**layout_to_dict(report), "capacity_band": _band_to_dict(plan.bands.get(name))}
                     for name, report in plan.reports.items()},
         "skipped_layouts": dict(plan.skipped),
+        "startup": {"vllm": vllm_startup(plan).to_json()},  # what vLLM decides before it serves
     }
 
 

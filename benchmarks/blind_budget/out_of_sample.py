@@ -63,8 +63,12 @@ def constants_table_rows(constants: BudgetConstants) -> list[tuple[str, str, str
     rows = []
     for name in constants.value_names():
         value = getattr(constants, name)
-        text = (f"{value.first_capture_bytes / 2**20:.2f} MiB first + {value.per_graph_tokens:.2f} tokens' live set/graph"
-                if hasattr(value, "first_capture_bytes") else f"{value / GIB:.3f} GiB")
+        if hasattr(value, "first_capture_bytes"):
+            text = f"{value.first_capture_bytes / 2**20:.2f} MiB first + {value.per_graph_tokens:.2f} tokens' live set/graph"
+        elif isinstance(value, float):
+            text = f"{value:.3f} tensors"
+        else:
+            text = f"{value / GIB:.3f} GiB"
         rows.append((name, text, ", ".join(constants.records_of(name)) or "(none: fallback)"))
     return rows
 

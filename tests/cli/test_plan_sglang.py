@@ -119,3 +119,11 @@ def test_vllm_only_budget_options_are_said_to_leave_sglang_alone():
     assert result.exit_code == 0, result.stderr
     assert ("sglang: --available-kv-memory sets vLLM's budget only; SGLang's comes from the card and "
             "--mem-fraction-static") in result.stdout
+
+
+def test_engines_json_has_a_startup_verdict_per_engine():
+    doc = json_of("nemotron-3-nano-30b-a3b", "--gpu", "h100", "--max-model-len", "32768", "--engine", "vllm,sglang")
+    assert set(doc["startup"]) == {"vllm", "sglang"}
+    assert doc["startup"]["vllm"]["starts"] is False and doc["startup"]["sglang"]["starts"] is True
+    codes = [w["code"] for w in doc["startup"]["sglang"]["warnings"]]
+    assert codes == ["max_running_requests_capped_by_mamba", "mamba_pool_split"]

@@ -127,16 +127,24 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 def _fit_v2_dense(samples: list[Sample]) -> tuple[float, tuple[str, ...]]:
     """Tensors per layer of the V2 dense profile term: the median over single-GPU discrete logs of
-    dense models on V2 under the up-to-0.26 accounting of (sample - context) / unit, the context
-    being the median of the other such logs (not on V2). 0 when either set is empty."""
+    dense models on V2 of (sample - context) / unit, the context being the median of the single-GPU
+    logs not on V2 under the same accounting (the other accounting's when it has none). 0 when no
+    log is on V2 or none is off it."""
     plain = [(o, v) for o, v in samples if o.setup.tp == 1 and not o.setup.unified_memory
-             and not o.setup.linear_attention and not o.setup.consumed_accounting]
-    off_v2 = [v for o, v in plain if not o.v2_dense_bytes]
+             and not o.setup.linear_attention]
     on_v2 = [(o, v) for o, v in plain if o.v2_dense_bytes]
-    if not off_v2 or not on_v2:
+    contexts = {}
+    for consumed in (False, True):
+        off = [v for o, v in plain if not o.v2_dense_bytes and o.setup.consumed_accounting is consumed]
+        contexts[consumed] = median(off) if off else None
+    if not on_v2 or all(c is None for c in contexts.values()):
         return 0.0, ()
-    context = median(off_v2)
-    tensors = median((v - context) / o.v2_dense_bytes for o, v in on_v2)
+
+    def context(o: BudgetObservation) -> float:
+        own = contexts[o.setup.consumed_accounting]
+        return own if own is not None else contexts[not o.setup.consumed_accounting]
+
+    tensors = median((v - context(o)) / o.v2_dense_bytes for o, v in on_v2)
     return round(max(0.0, tensors), 4), tuple(o.record_id for o, _ in on_v2)
 
 
