@@ -34,8 +34,8 @@ def calibrate_command(log_file: LogArg, model: ModelOpt = None, gpu: GpuOpt = No
     beyond hkv's shipped constants (non-torch, the CUDA graph estimate's scale), for `hkv plan
     --calibration FILE` on other models and flags on the same machine and release.
 
-    Examples: hkv calibrate vllm.log --out h100.cal ; hkv plan qwen3-32b --gpu h100 --calibration h100.cal ;
-    hkv plan qwen3-32b --gpu h100 --calibrate vllm.log
+    Examples: hkv calibrate vllm.log --out h100.cal ; hkv plan qwen3-8b --gpu h100 --calibration h100.cal ;
+    hkv plan qwen3-8b --gpu h100 --calibrate vllm.log
     """
     given = {}
     if gpu is not None:

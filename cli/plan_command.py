@@ -66,7 +66,7 @@ def plan_command(
     hkv plan gemma-3-27b --gpu h100,h200,b200 --tp 1,2,4 ; hkv plan gemma-3-27b --gpu h100 --emit vllm ;
     hkv plan gpt-oss-120b --gpu h100 --engine vllm,sglang --max-model-len 32768 ;
     hkv plan qwen3-next-80b-a3b --gpu h200 --tp 2 --emit sglang ;
-    hkv plan qwen3-32b --gpu h100 --calibrate my-vllm-startup.log
+    hkv plan qwen3-8b --gpu h100 --calibrate my-vllm-startup.log
     """
     engines = parse_engines(engine)
     svg_path = checked_svg_path(svg, sweep=is_sweep(gpu, tp), emit=emit is not None)
