@@ -20,10 +20,10 @@ from hkv.planner.plan_config import PlanConfig
 
 CalibrationOpt = Annotated[str | None, typer.Option(
     "--calibration", help="a calibration file from `hkv calibrate LOG --out FILE`: that machine and release's "
-                          "residual replaces the shipped average")]
+                          "residual replaces the shipped average [default: none: the shipped fit]")]
 CalibrateOpt = Annotated[str | None, typer.Option(
     "--calibrate", help="a vLLM start-up log of yours (same GPU and release): calibrate on it, then plan; a log "
-                        "that prints no device total is taken as from the plan's --gpu")]
+                        "that prints no device total is taken as from the plan's --gpu [default: none]")]
 
 
 def log_calibration(log_file: str, given: dict[str, Any], model: str | None = None,

@@ -58,6 +58,7 @@ will not before the first finish, so the N requests will not all run at once.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import lcm
@@ -179,7 +180,188 @@ _HELD: dict[CacheKind, Callable[[KVCacheGroup, int, int], int]] = {
 
 def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool:
     """Whether `num_requests` max-length requests arriving together all run at once and finish
-    without a preemption, by the count model of the module docstring."""
+    without a preemption, by the count model of the module docstring.
+
+    The same walk as runs_clean_each, with the steady decoders grouped: a running request past its
+    first decode step and past `_decode_changes`'s base holds held_blocks(g, c - 1, c) and, step by
+    step, changes its blocks by an amount that depends only on c % period. Running requests keep
+    arrival order and an older one has computed at least as many tokens as a newer one, so the
+    steady decoders are a prefix of the running list, finish in order, and are kept as a count per
+    residue (computed = key + clock). A step's steady changes are applied in one sum when the free
+    blocks cover every decrease in any order; otherwise they are walked one by one, in order."""
+    prompt_len, output_len = setup.request_lens(layout.max_model_len)
+    seq_len = prompt_len + output_len
+    if num_requests > setup.max_num_seqs or not layout.groups:
+        return False
+    if num_requests > setup.max_num_batched_tokens:
+        return runs_clean_each(layout, num_requests, setup)  # decodes alone can exhaust a step
+    groups, weights = _collapsed(layout.groups)
+    pool_index = {p.pool_id: i for i, p in enumerate(layout.pools)}
+    gpool = [pool_index[g.pool_id] for g in groups]
+    pool_range = range(len(layout.pools))
+    group_range = range(len(groups))
+    free = [max(0, p.num_blocks - 1) for p in layout.pools]
+    period = lcm(*(g.block_size for g in groups if g.block_size < seq_len),
+                 *(g.spec.chunk_len for g in groups if g.kind is CacheKind.CHUNKED))  # type: ignore[union-attr]
+    max_chunk = layout.in_flight_tokens
+    steady_from, changing = _decode_changes(groups, period)
+
+    def pool_sums(computed_len: int, total_len: int) -> list[int]:
+        sums = [0] * len(free)
+        for i in group_range:
+            sums[gpool[i]] += held_blocks(groups[i], computed_len, total_len) * weights[i]
+        return sums
+
+    # Per changing residue: a steady decoder's free-block change (released minus allocated) per pool.
+    step_change: list[tuple[int, list[int]]] = []
+    for residue in sorted(changing):
+        c = steady_from + residue  # steady_from is a multiple of period
+        before, after = pool_sums(c - 1, c), pool_sums(c, c + 1)
+        change = [before[p] - after[p] for p in pool_range]
+        if any(change):
+            step_change.append((residue, change))
+    change_at = dict(step_change)
+    end_held = pool_sums(seq_len - 2, seq_len - 1)  # what a steady decoder frees when it finishes
+
+    gate_need = [0] * len(free)
+    for i, g in enumerate(groups):
+        gate_need[gpool[i]] += g.admission_blocks(prompt_len, layout.in_flight_tokens) * weights[i]
+
+    computed = [0] * num_requests  # of requests not (yet) steady
+    held = [[0] * len(groups) for _ in range(num_requests)]
+    steady: deque[int] = deque()  # steady decoders in arrival order: computed = key[r] + clock
+    key = [0] * num_requests
+    per_residue = [0] * period  # steady decoders per key % period
+    clock = 0
+    active: list[int] = []  # the other running requests, in arrival order, after the steady ones
+    next_waiting = 0
+    peak = 0
+    stalled_steps = 0
+
+    def try_allocate(r: int, new_len: int) -> bool:
+        c, mine = computed[r], held[r]
+        total = min(c + new_len, seq_len)
+        want = [0] * len(groups)
+        need = [0] * len(free)
+        for i in group_range:
+            g, k, p = groups[i], weights[i], gpool[i]
+            after_release = held_blocks(g, c, c)
+            free[p] += (mine[i] - after_release) * k
+            mine[i] = after_release
+            want[i] = held_blocks(g, c, total)
+            need[p] += (want[i] - after_release) * k
+        if any(n > f for n, f in zip(need, free)):
+            return False
+        for i in group_range:
+            free[gpool[i]] -= (want[i] - mine[i]) * weights[i]
+            mine[i] = want[i]
+        return True
+
+    def steady_step() -> bool:
+        """One decode step of every steady decoder; False on a preemption."""
+        events = [(per_residue[(residue - clock) % period], change) for residue, change in step_change]
+        events = [(m, change) for m, change in events if m]
+        if not events:
+            return True
+        if all(free[p] + sum(m * min(0, change[p]) for m, change in events) >= 0 for p in pool_range):
+            for m, change in events:
+                for p in pool_range:
+                    free[p] += m * change[p]
+            return True
+        for r in steady:  # tight: in running order, as the scheduler does
+            change = change_at.get((key[r] + clock) % period)
+            if change is None:
+                continue
+            for p in pool_range:
+                free[p] += change[p]
+            if any(f < 0 for f in free):
+                return False
+        return True
+
+    def jump_decodes() -> None:
+        """Skip all but the last period + 1 steps of a pure decode phase (module docstring)."""
+        nonlocal clock
+        if next_waiting < num_requests or any(computed[r] <= prompt_len for r in active):
+            return
+        last = [computed[r] for r in active] + ([key[steady[0]] + clock] if steady else [])
+        num_steps = seq_len - 1 - max(last) - period - 1
+        if num_steps <= 0:
+            return
+        for r in active:
+            computed[r] += num_steps
+            c = computed[r]
+            for i, g in enumerate(groups):
+                after = held_blocks(g, c - 1, c)
+                free[gpool[i]] += (held[r][i] - after) * weights[i]
+                held[r][i] = after
+        for j in range(period):
+            if per_residue[j]:
+                c = steady_from + (j + clock) % period
+                before, after = pool_sums(c - 1, c), pool_sums(c + num_steps - 1, c + num_steps)
+                for p in pool_range:
+                    free[p] += (before[p] - after[p]) * per_residue[j]
+        clock += num_steps
+
+    while active or steady or next_waiting < num_requests:
+        jump_decodes()
+        if not steady_step():
+            return False  # the real scheduler preempts here
+        budget = setup.max_num_batched_tokens - len(steady)
+        scheduled: list[tuple[int, int]] = []
+        prefilled = False  # whether a running request prefilled in this step
+        for r in active:
+            if budget == 0:
+                break
+            c = computed[r]
+            tokens = prompt_len if c < prompt_len else c + 1
+            new_len = min(tokens - c, budget, max_chunk)
+            if not try_allocate(r, new_len):
+                return False
+            prefilled = prefilled or c < prompt_len
+            scheduled.append((r, new_len))
+            budget -= new_len
+        while next_waiting < num_requests and budget > 0 and len(steady) + len(active) < setup.max_num_seqs:
+            r = next_waiting
+            new_len = min(prompt_len, budget, max_chunk)
+            if any(n > f for n, f in zip(gate_need, free)) or not try_allocate(r, new_len):
+                stalled_steps = 0 if prefilled else stalled_steps + 1
+                if stalled_steps > period:
+                    return False
+                break
+            active.append(r)
+            next_waiting += 1
+            stalled_steps = 0
+            scheduled.append((r, new_len))
+            budget -= new_len
+        if not scheduled and not steady:
+            return False
+        peak = max(peak, len(steady) + len(active))
+        clock += 1
+        for r, new_len in scheduled:
+            computed[r] += new_len
+        while steady and key[steady[0]] + clock >= seq_len - 1:
+            r = steady.popleft()
+            per_residue[key[r] % period] -= 1
+            for p in pool_range:
+                free[p] += end_held[p]
+        if any(computed[r] >= seq_len - 1 for r in active):
+            for r in [r for r in active if computed[r] >= seq_len - 1]:
+                active.remove(r)
+                for i in group_range:
+                    free[gpool[i]] += held[r][i] * weights[i]
+                    held[r][i] = 0
+        while active and prompt_len < computed[active[0]] and steady_from <= computed[active[0]]:
+            r = active.pop(0)
+            assert all(held[r][i] == held_blocks(groups[i], computed[r] - 1, computed[r]) for i in group_range)
+            key[r] = computed[r] - clock
+            per_residue[key[r] % period] += 1
+            steady.append(r)
+    return peak == num_requests
+
+
+def runs_clean_each(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool:
+    """runs_clean walked request by request at every step: the reference runs_clean must equal
+    (tests, benchmarks/bench_plan_speed.py), and its path when decodes can exhaust a step's budget."""
     prompt_len, output_len = setup.request_lens(layout.max_model_len)
     seq_len = prompt_len + output_len
     if num_requests > setup.max_num_seqs or not layout.groups:

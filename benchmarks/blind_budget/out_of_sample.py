@@ -66,7 +66,7 @@ def constants_table_rows(constants: BudgetConstants) -> list[tuple[str, str, str
         if hasattr(value, "first_capture_bytes"):
             text = f"{value.first_capture_bytes / 2**20:.2f} MiB first + {value.per_graph_tokens:.2f} tokens' live set/graph"
         elif isinstance(value, float):
-            text = f"{value:.3f} tensors"
+            text = f"{value:,.0f} tokens"
         else:
             text = f"{value / GIB:.3f} GiB"
         rows.append((name, text, ", ".join(constants.records_of(name)) or "(none: fallback)"))

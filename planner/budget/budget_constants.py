@@ -40,10 +40,10 @@ class BudgetConstants:
     # Unified memory (GB10): the host's own use comes out of the same pool, so its residuals are apart.
     unified_residual_low_bytes: int = 0
     unified_residual_high_bytes: int = 0
-    # Hidden-sized tensors per decoder layer that the profile peak of a dense model on vLLM's V2
-    # runner holds beyond its forward and sampler (T x hidden x layers x dtype bytes each): seen on
+    # Tokens' hidden states per decoder layer that the profile peak of a dense model on vLLM's V2
+    # runner holds beyond its forward and sampler (hidden x layers x dtype bytes each): seen on
     # every dense V2 log, not found in vLLM's code, so fitted (profile.v2_dense_layer_bytes).
-    v2_dense_layer_tensors: float = 0.0
+    v2_dense_layer_tokens: float = 0.0
     # After calibrating on a user's own log: the same-machine residual band (fitted on shared records
     # from one source, machine and release: calibrated on one, scored on the others).
     calibrated_residual_low_bytes: int = 0
@@ -72,22 +72,22 @@ class BudgetConstants:
 # BEGIN FIT (benchmarks/bench_blind_budget.py --refit writes this block)
 SHIPPED = BudgetConstants(
     context_bytes=139586437,
-    consumed_context_bytes=139562000,
+    consumed_context_bytes=139585698,
     comm_nvlink_bytes_per_tp_doubling=440234147,
     comm_pcie_bytes_per_tp_doubling=34914190,
     linear_attention_bytes=46170900,
     unified_memory_bytes=1037628814,
     graph=GraphBytes(9917586, 2.7716),
-    residual_low_bytes=927834157,
-    residual_high_bytes=891307194,
+    residual_low_bytes=927852792,
+    residual_high_bytes=891305946,
     unified_residual_low_bytes=1379647645,
     unified_residual_high_bytes=4337008382,
-    v2_dense_layer_tensors=0.7373,
+    v2_dense_layer_tokens=1509.9,
     calibrated_residual_low_bytes=188894150,
     calibrated_residual_high_bytes=188894150,
     fitted_on=(
         ('graph', ('r001_qwen35_9b_l40s', 'r003_qwen36_27b_nvfp4_spark', 'r009_glm52_nvfp4_tp4ep_v026', 'r014_qwen36_35b_nvfp4_spark_v020', 'r017_dsv4_flash_2xspark_tp2_v021')),
-        ('v2_dense_layer_tensors', ('r008_llama31_8b_a100_v031', 'r011_qwen25_05b_4090_wsl_v0271', 'q004', 'q006', 'q015')),
+        ('v2_dense_layer_tokens', ('r008_llama31_8b_a100_v031', 'r011_qwen25_05b_4090_wsl_v0271', 'q004', 'q006', 'q015')),
         ('context_bytes', ('r018_llmd_gptoss20b_h100', 'r022_llmd_llama31_8b_h100', 'r023_llmd_qwen3_06b_h100', 'r024_llmd_qwen3_32b_tp1_h100', 'r026_llmd_mistral_small32_h100', 'r031_qwen3_8b_fp8_24g_debug', 'r052_vllm24577_qwen3_06b_a100_flashinfer', 'r053_myoceane_gemma4_26b_a4b_a100_eager', 'q004', 'q006', 'q010', 'q013', 'q020')),
         ('consumed_context_bytes', ('r008_llama31_8b_a100_v031', 'r011_qwen25_05b_4090_wsl_v0271', 'q015')),
         ('comm_nvlink_bytes_per_tp_doubling', ('r009_glm52_nvfp4_tp4ep_v026', 'r020_llmd_llama33_70b_fp8_tp2_h100', 'r025_llmd_qwen3_32b_tp2_h100')),

@@ -115,16 +115,17 @@ def dsa_workspace_bytes(model: ModelSpec, cfg: PlanConfig) -> int:
     return indexer_workspace_bytes(cfg.max_model_len or model.max_model_len, key_bytes)
 
 
-def v2_dense_layer_bytes(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> int:
-    """T x hidden x layers (this rank's) x dtype bytes for a dense model (no MoE, no recurrent state)
-    on the V2 runner, else 0: the unit of BudgetConstants.v2_dense_layer_tensors. The logs of dense
-    models on V2 (0.26 q004: 0.80 GiB above the forward and sampler; 0.27.1 r011, 0.31 r008) hold
-    about two such tensors more than vLLM's profile code accounts for (a hybrid on V2, 0.29 q012,
-    holds none), so the count is fitted and scored out of sample."""
+def v2_dense_layer_bytes(model: ModelSpec, cfg: PlanConfig) -> int:
+    """hidden x layers (this rank's) x dtype bytes for a dense model (no MoE, no recurrent state) on
+    the V2 runner, else 0: one token's hidden state in every layer, the unit of
+    BudgetConstants.v2_dense_layer_tokens. The logs of dense models on V2 (0.26 q004: 0.80 GiB above
+    the forward and sampler; 0.27.1 r011, 0.31 r008, 0.25.1 q006, 0.29 q015) hold that many tokens'
+    hidden states per layer beyond what vLLM's profile code accounts for (a hybrid on V2, 0.29 q012,
+    holds none), so the count is fitted and scored out of sample. Every such log ran 2,048 batched
+    tokens; no log shows how it grows with max_num_batched_tokens, so it is not scaled by it."""
     if not runs_on_v2(model, cfg) or model.num_experts_per_tok > 0 or has_state(model):
         return 0
-    return max_num_batched_tokens * model.hidden_size * ceil(model.num_hidden_layers / cfg.pp) * \
-        activation_dtype_bytes(model, cfg)
+    return model.hidden_size * ceil(model.num_hidden_layers / cfg.pp) * activation_dtype_bytes(model, cfg)
 
 
 def activation_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> BudgetTerm:
@@ -134,7 +135,7 @@ def activation_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: i
     encoder = 0 if cfg.language_model_only else encoder_outputs_bytes(
         model.architectures, model.family, max_num_batched_tokens, model.hidden_size, shape.dtype_bytes)
     vision = model_vision_profile(model, cfg, max_num_batched_tokens)
-    v2_dense = int(cfg.budget_constants.v2_dense_layer_tensors * v2_dense_layer_bytes(model, cfg, max_num_batched_tokens))
+    v2_dense = int(cfg.budget_constants.v2_dense_layer_tokens * v2_dense_layer_bytes(model, cfg))
     workspace = dsa_workspace_bytes(model, cfg) + v2_dense
     terms, samplers = [], []
     for path in sampler_paths_for(model, cfg):
@@ -146,7 +147,7 @@ def activation_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: i
         if workspace - v2_dense:
             images += f"; DSA indexer workspace {(workspace - v2_dense) / 2**30:.2f} GiB"
         if v2_dense:
-            images += (f"; {cfg.budget_constants.v2_dense_layer_tensors:.2f} hidden-sized tensors per layer the V2 "
+            images += (f"; {cfg.budget_constants.v2_dense_layer_tokens:,.0f} tokens' hidden states per layer the V2 "
                        f"runner's profile holds ({v2_dense / 2**30:.2f} GiB, fitted)")
         samplers.append(f"{path} sampler {sampler.rows} rows x {sampler.vocab_size} x {sampler.bytes_per_element} B")
         note = f"profile run peak: {peak.dominant} dominates ({samplers[-1]}; forward {max_num_batched_tokens} tokens{images})"

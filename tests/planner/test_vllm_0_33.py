@@ -16,6 +16,7 @@ from dataclasses import fields, replace
 import pytest
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.memory_budget import compute_memory_budget
+from hkv.planner.budget.budget_constants import SHIPPED
 from hkv.planner.budget.profile import profile_terms
 from hkv.planner.engines.vllm.gdn_checkpoints import gdn_checkpoint_alignment
 from hkv.planner.engines.vllm.rules import DEFAULT_VLLM_VERSION, LOG_FORMAT_VERSIONS, VllmRules
@@ -34,12 +35,15 @@ def test_0_33_0_is_the_default_and_current():
     assert PlanConfig(vllm_version="0.32.0").vllm_rules().name == "0.32.0"  # older releases stay selectable
 
 
-def test_exactly_three_rules_changed_from_0_32():
+def test_exactly_four_rules_changed_from_0_32():
     old, new = VllmRules.for_version("0.32.0"), VllmRules.for_version("0.33.0")
     changed = {f.name: (getattr(old, f.name), getattr(new, f.name)) for f in fields(VllmRules)
                if getattr(old, f.name) != getattr(new, f.name)}
+    # 0.26-0.32's V2 dummy sampler returns early and keeps the bf16 logits alone; 0.33's sampler makes
+    # its fp32 copy again (gpu/sample/sampler.py), besides the warmup pass
     assert changed == {"version": ((0, 32, 0), (0, 33, 0)), "v2_sampler_warmup_pass": (False, True),
-                       "gdn_prefill_checkpoints": (False, True), "gb10_small_batch_tier": (False, True)}
+                       "gdn_prefill_checkpoints": (False, True), "gb10_small_batch_tier": (False, True),
+                       "v2_sampler_copies_logits": (False, True)}
 
 
 def _vllm_layout(model, **options):
@@ -112,8 +116,10 @@ def test_qwen3_6_public_log_case_under_0_33():
 # FlashInfer (bf16 logits 2 + fp32 copy 4 + top-k masked copy 4 + softmax 4 = 14 B) = 1,838,678,016.
 GREEDY = 788_004_864 + 67_108_864
 FLASHINFER = 1_838_678_016 + 67_108_864
+# 0.32: the bf16 logits alone (1,024 x 128,256 x 2 = 262,668,288 B), below the forward's 771,751,936
+LOGITS_ONLY = 771_751_936 + 67_108_864
 SAMPLER_CASES = [
-    ("0.32.0", {"gpu": "h100"}, GREEDY),
+    ("0.32.0", {"gpu": "h100"}, LOGITS_ONLY),
     ("0.33.0", {"gpu": "h100"}, FLASHINFER),
     ("0.33.0", {"gpu": "a10"}, FLASHINFER),  # SM86: FlashInfer's sampler runs from SM80
     ("0.33.0", {"gpu": "t4"}, GREEDY),  # SM75: Triton top-k/top-p in place, noise drawn in the kernel
@@ -125,7 +131,10 @@ SAMPLER_CASES = [
 
 @pytest.mark.parametrize("version, device, activation", SAMPLER_CASES)
 def test_v2_dummy_sampler_warmup_pass(version, device, activation):
-    cfg = PlanConfig(vllm_version=version, max_num_seqs=1024, available_kv_memory_bytes=GIB, **device)
+    # the fitted V2 dense-profile term set to 0: this checks the sampler paths read from vLLM's code
+    no_fit = replace(SHIPPED, v2_dense_layer_tokens=0.0)
+    cfg = PlanConfig(vllm_version=version, max_num_seqs=1024, available_kv_memory_bytes=GIB, budget_constants=no_fit,
+                     **device)
     assert profile_terms(LLAMA_8B, cfg, 8192)[0].bytes == activation
 
 

@@ -5,7 +5,7 @@ Order, each step on what the steps before left:
    "Estimated CUDA graph memory" in relative terms (each log weighs the same whatever its size);
 2. non-torch samples: the non-torch figure where the log printed one, else the log's overhead less
    its graph bytes under step 1 (which then carries hkv's activation error too); the V2 runner's
-   dense-profile tensors per layer (profile.v2_dense_layer_bytes) from the single-GPU logs of
+   dense-profile tokens per layer (profile.v2_dense_layer_bytes) from the single-GPU logs of
    dense V2 models against the context of the others, then taken out of every sample;
 3. the parts of non-torch, each the median over the logs that isolate it: the context (TP 1, no
    linear attention, discrete GPU; one value per accounting), TP communication per doubling
@@ -43,8 +43,8 @@ def fit_budget_constants(observations: Sequence[BudgetObservation], *, with_band
     v2_tensors, v2_ids = _fit_v2_dense(samples)
     samples = [(o, v - int(v2_tensors * o.v2_dense_bytes)) for o, v in samples]
     parts = _NonTorchParts.fit(samples)
-    constants = replace(provisional, **parts.values(), v2_dense_layer_tensors=v2_tensors,
-                        fitted_on=(("graph", graph_ids), ("v2_dense_layer_tensors", v2_ids), *parts.records()))
+    constants = replace(provisional, **parts.values(), v2_dense_layer_tokens=v2_tensors,
+                        fitted_on=(("graph", graph_ids), ("v2_dense_layer_tokens", v2_ids), *parts.records()))
     if not with_band:
         return constants
     residuals = inner_residuals(observations)
@@ -126,7 +126,7 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 
 def _fit_v2_dense(samples: list[Sample]) -> tuple[float, tuple[str, ...]]:
-    """Tensors per layer of the V2 dense profile term: the median over single-GPU discrete logs of
+    """Tokens' hidden states per layer of the V2 dense profile term: the median over single-GPU discrete logs of
     dense models on V2 of (sample - context) / unit, the context being the median of the single-GPU
     logs not on V2 under the same accounting (the other accounting's when it has none). 0 when no
     log is on V2 or none is off it."""
@@ -145,7 +145,7 @@ def _fit_v2_dense(samples: list[Sample]) -> tuple[float, tuple[str, ...]]:
         return own if own is not None else contexts[not o.setup.consumed_accounting]
 
     tensors = median((v - context(o)) / o.v2_dense_bytes for o, v in on_v2)
-    return round(max(0.0, tensors), 4), tuple(o.record_id for o, _ in on_v2)
+    return round(max(0.0, tensors), 1), tuple(o.record_id for o, _ in on_v2)
 
 
 def _graph_logged(o: BudgetObservation) -> bool:

@@ -48,11 +48,11 @@ class BudgetObservation:
     activation_bytes: int = 0  # hkv's activation point for this start-up (what the overhead was taken net of)
     fit: bool = True  # False: the log's own figures do not add up; scored, never fitted on
     logged_non_torch_bytes: int | None = None  # the non-torch figure itself, where the log printed it
-    v2_dense_bytes: int = 0  # T x hidden x layers x dtype on a dense model on the V2 runner (profile.py)
+    v2_dense_bytes: int = 0  # hidden x layers x dtype on a dense model on the V2 runner (profile.py)
 
     def v2_dense_extra(self, constants) -> int:  # noqa: ANN001 - BudgetConstants
         """What the fitted V2 dense-profile term adds to hkv's activation under `constants`."""
-        return int(constants.v2_dense_layer_tensors * self.v2_dense_bytes)
+        return int(constants.v2_dense_layer_tokens * self.v2_dense_bytes)
 
     def graph_bytes(self, constants) -> int:  # noqa: ANN001 - BudgetConstants (kept out of the signature's imports)
         """The graph bytes the budget lost under `constants` (0 where the release subtracts none)."""
@@ -65,7 +65,7 @@ def observe(record_id: str, source: str, model: ModelSpec, cfg: PlanConfig, logg
             fit: bool = True) -> BudgetObservation:
     """The observation of one start-up: `cfg` is the blind plan's config (no available_kv_memory_bytes)."""
     # hkv's activation without the fitted V2 term: the fit decides that term from the overhead
-    base = replace(cfg.budget_constants, v2_dense_layer_tensors=0.0)
+    base = replace(cfg.budget_constants, v2_dense_layer_tokens=0.0)
     budget = compute_memory_budget(model, replace(cfg, available_kv_memory_bytes=None, budget_constants=base))
     mnbt = budget.max_num_batched_tokens
     sized = replace(cfg, max_num_seqs=budget.max_num_seqs)
@@ -80,4 +80,4 @@ def observe(record_id: str, source: str, model: ModelSpec, cfg: PlanConfig, logg
     machine = f"{cfg.gpu or 'custom'}@{cfg.vllm_rules().version}"
     return BudgetObservation(record_id, source, machine, non_torch_setup(model, sized, mnbt), graph_estimate(model, sized, mnbt),
                              graph_estimate_subtracted(model, sized), graph_logged, overhead, budget.activation_bytes, fit, non_torch,
-                             v2_dense_layer_bytes(model, sized, mnbt))
+                             v2_dense_layer_bytes(model, sized))
