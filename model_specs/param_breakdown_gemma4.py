@@ -117,7 +117,8 @@ def gemma4_rotary(view: ConfigView) -> tuple[DenseWeight, ...]:
     rope = view.get("rope_parameters") or {}
     out = []
     for kind in dict.fromkeys(view.get("layer_types") or ()):
-        params = rope.get(kind) if isinstance(rope.get(kind), dict) else {}
+        found = rope.get(kind)
+        params: dict = found if isinstance(found, dict) else {}
         full = kind != "sliding_attention"
         head_dim = view.int_value("global_head_dim", 0) if full else 0
         head_dim = head_dim or model_head_dim(view)

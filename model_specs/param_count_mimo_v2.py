@@ -19,11 +19,11 @@ from __future__ import annotations
 from hkv.model_specs import param_breakdown_blocks as blk
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.layer_kinds import LayerKind
-from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight
+from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight, Part
 from hkv.model_specs.param_breakdown_blocks import Weights
 from hkv.model_specs.param_count_common import Kinds, decoder_total, hidden
 
-LM = "language_model"
+LM: Part = "language_model"
 
 
 def _attention_geometry(view: ConfigView, sliding: bool) -> tuple[int, int, int, int]:

@@ -16,11 +16,11 @@ from __future__ import annotations
 from hkv.model_specs import param_breakdown_blocks as blk
 from hkv.model_specs.attention_dims import model_head_dim, num_kv_heads, num_query_heads
 from hkv.model_specs.config_view import ConfigView
-from hkv.model_specs.param_breakdown import DenseWeight
+from hkv.model_specs.param_breakdown import DenseWeight, Part
 from hkv.model_specs.param_breakdown_blocks import Weights
 from hkv.model_specs.param_count_common import Kinds, decoder_total, hidden
 
-LM = "language_model"
+LM: Part = "language_model"
 
 
 def minimax_m2_layer(view: ConfigView, kinds: Kinds, i: int, p: str) -> Weights:

@@ -30,12 +30,12 @@ from hkv.model_specs import param_breakdown_blocks as blk
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList
-from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight
+from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight, Part
 from hkv.model_specs.param_breakdown_blocks import Weights
 from hkv.model_specs.param_count_common import Kinds, decoder_total, hidden
 
 STEP3P7_FAMILIES = ("step3p5", "step3p7")
-LM = "language_model"
+LM: Part = "language_model"
 _KINDS = ("full_attention", "sliding_attention")
 
 
