@@ -13,6 +13,11 @@ from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight, Part
 Weights = list[LinearWeight | DenseWeight]
 
 
+def weights_numel(weights: Weights) -> int:
+    """The parameters `weights` hold (a family's exact count is its breakdown's sum)."""
+    return sum(w.numel if isinstance(w, DenseWeight) else w.num_params for w in weights)
+
+
 def attention(
     prefix: str,
     layer: int,

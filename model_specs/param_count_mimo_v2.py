@@ -20,7 +20,7 @@ from hkv.model_specs import param_breakdown_blocks as blk
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.layer_kinds import LayerKind
 from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight, Part
-from hkv.model_specs.param_breakdown_blocks import Weights
+from hkv.model_specs.param_breakdown_blocks import Weights, weights_numel
 from hkv.model_specs.param_count_common import Kinds, decoder_total, hidden
 
 LM: Part = "language_model"
@@ -77,9 +77,5 @@ def mimo_v2_layer(view: ConfigView, kinds: Kinds, i: int, p: str) -> Weights:
     return out + blk.norms(p, i, LM, ("input_layernorm", "post_attention_layernorm"), h)
 
 
-def _numel(weights: Weights) -> int:
-    return sum(w.numel if isinstance(w, DenseWeight) else w.num_params for w in weights)
-
-
 def mimo_v2(view: ConfigView, kinds: Kinds) -> int:
-    return decoder_total(view, (_numel(mimo_v2_layer(view, kinds, i, "")) for i in range(len(kinds))))
+    return decoder_total(view, (weights_numel(mimo_v2_layer(view, kinds, i, "")) for i in range(len(kinds))))

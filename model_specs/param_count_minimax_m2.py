@@ -17,7 +17,7 @@ from hkv.model_specs import param_breakdown_blocks as blk
 from hkv.model_specs.attention_dims import model_head_dim, num_kv_heads, num_query_heads
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.param_breakdown import DenseWeight, Part
-from hkv.model_specs.param_breakdown_blocks import Weights
+from hkv.model_specs.param_breakdown_blocks import Weights, weights_numel
 from hkv.model_specs.param_count_common import Kinds, decoder_total, hidden
 
 LM: Part = "language_model"
@@ -35,9 +35,5 @@ def minimax_m2_layer(view: ConfigView, kinds: Kinds, i: int, p: str) -> Weights:
     return attention + qk_norms + experts + norms
 
 
-def _numel(weights: Weights) -> int:
-    return sum(w.numel if isinstance(w, DenseWeight) else w.num_params for w in weights)
-
-
 def minimax_m2(view: ConfigView, kinds: Kinds) -> int:
-    return decoder_total(view, (_numel(minimax_m2_layer(view, kinds, i, "")) for i in range(len(kinds))))
+    return decoder_total(view, (weights_numel(minimax_m2_layer(view, kinds, i, "")) for i in range(len(kinds))))

@@ -30,8 +30,8 @@ from hkv.model_specs import param_breakdown_blocks as blk
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList
-from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight, Part
-from hkv.model_specs.param_breakdown_blocks import Weights
+from hkv.model_specs.param_breakdown import LinearWeight, Part
+from hkv.model_specs.param_breakdown_blocks import Weights, weights_numel
 from hkv.model_specs.param_count_common import Kinds, decoder_total, hidden
 
 STEP3P7_FAMILIES = ("step3p5", "step3p7")
@@ -117,12 +117,8 @@ def step3p7_layer(view: ConfigView, kinds: Kinds, i: int, p: str) -> Weights:
     return out + blk.norms(p, i, LM, ("input_layernorm", "post_attention_layernorm"), h)
 
 
-def _numel(weights: Weights) -> int:
-    return sum(w.numel if isinstance(w, DenseWeight) else w.num_params for w in weights)
-
-
 def step3p7(view: ConfigView, kinds: Kinds) -> int:
     if not view.has("use_head_wise_attn_gate"):
         view.note("use_head_wise_attn_gate absent: no g_proj, as vLLM's step3p5.py reads it "
                   "(the released Step-3.5/3.7-Flash configs set it)")
-    return decoder_total(view, (_numel(step3p7_layer(view, kinds, i, "")) for i in range(len(kinds))))
+    return decoder_total(view, (weights_numel(step3p7_layer(view, kinds, i, "")) for i in range(len(kinds))))

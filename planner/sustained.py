@@ -59,7 +59,7 @@ will not before the first finish, so the N requests will not all run at once.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import lcm
 
@@ -178,6 +178,29 @@ _HELD: dict[CacheKind, Callable[[KVCacheGroup, int, int], int]] = {
 }
 
 
+def grow_request(groups: Sequence[KVCacheGroup], weights: Sequence[int], gpool: Sequence[int], free: list[int],
+                 mine: list[int], computed_len: int, total_len: int) -> bool:
+    """One request's step: release per group what fell out of its window (to `computed_len`; 0 for
+    a request holding nothing), then allocate slots up to `total_len` tokens if every pool has them.
+    Mutates `free` (per pool) and `mine` (the request's blocks per group); False leaves the release
+    done and nothing allocated, as vLLM's allocator does."""
+    want = [0] * len(groups)
+    need = [0] * len(free)
+    for i, g in enumerate(groups):
+        k, p = weights[i], gpool[i]
+        after_release = held_blocks(g, computed_len, computed_len)
+        free[p] += (mine[i] - after_release) * k
+        mine[i] = after_release
+        want[i] = held_blocks(g, computed_len, total_len)
+        need[p] += (want[i] - after_release) * k
+    if any(n > f for n, f in zip(need, free)):
+        return False
+    for i, k in enumerate(weights):
+        free[gpool[i]] -= (want[i] - mine[i]) * k
+        mine[i] = want[i]
+    return True
+
+
 def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool:
     """Whether `num_requests` max-length requests arriving together all run at once and finish
     without a preemption, by the count model of the module docstring.
@@ -239,23 +262,7 @@ def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool
     stalled_steps = 0
 
     def try_allocate(r: int, new_len: int) -> bool:
-        c, mine = computed[r], held[r]
-        total = min(c + new_len, seq_len)
-        want = [0] * len(groups)
-        need = [0] * len(free)
-        for i in group_range:
-            g, k, p = groups[i], weights[i], gpool[i]
-            after_release = held_blocks(g, c, c)
-            free[p] += (mine[i] - after_release) * k
-            mine[i] = after_release
-            want[i] = held_blocks(g, c, total)
-            need[p] += (want[i] - after_release) * k
-        if any(n > f for n, f in zip(need, free)):
-            return False
-        for i in group_range:
-            free[gpool[i]] -= (want[i] - mine[i]) * weights[i]
-            mine[i] = want[i]
-        return True
+        return grow_request(groups, weights, gpool, free, held[r], computed[r], min(computed[r] + new_len, seq_len))
 
     def steady_step() -> bool:
         """One decode step of every steady decoder; False on a preemption."""
@@ -405,7 +412,6 @@ def runs_clean_each(layout: Layout, num_requests: int, setup: SustainedSetup) ->
                 free[gpool[i]] += (held[r][i] - after) * weights[i]
                 held[r][i] = after
 
-    group_range = range(len(groups))
     steady_from, changing = _decode_changes(groups, period)
     # The admission gate (vLLM 0.32's scheduler_reserve_full_isl): a waiting request, holding
     # nothing, is admitted only when slots for its whole prompt fit, per pool.
@@ -414,23 +420,7 @@ def runs_clean_each(layout: Layout, num_requests: int, setup: SustainedSetup) ->
         gate_need[gpool[i]] += g.admission_blocks(prompt_len, layout.in_flight_tokens) * weights[i]
 
     def try_allocate(r: int, new_len: int) -> bool:
-        c, mine = computed[r], held[r]
-        total = min(c + new_len, seq_len)
-        want = [0] * len(groups)
-        need = [0] * len(free)
-        for i in group_range:
-            g, k, p = groups[i], weights[i], gpool[i]
-            after_release = held_blocks(g, c, c)  # 0 for a request holding nothing
-            free[p] += (mine[i] - after_release) * k
-            mine[i] = after_release
-            want[i] = held_blocks(g, c, total)
-            need[p] += (want[i] - after_release) * k
-        if any(n > f for n, f in zip(need, free)):
-            return False
-        for i in group_range:
-            free[gpool[i]] -= (want[i] - mine[i]) * weights[i]
-            mine[i] = want[i]
-        return True
+        return grow_request(groups, weights, gpool, free, held[r], computed[r], min(computed[r] + new_len, seq_len))
 
     while running or next_waiting < num_requests:
         jump_decodes()

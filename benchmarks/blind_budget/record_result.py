@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +89,14 @@ def source_of(rec: dict[str, Any]) -> str:
 
 
 def blind_inputs(rec: dict[str, Any], data_dir: Path) -> tuple[ModelSpec, PlanConfig]:
-    """The model and the blind plan's config of one usable record."""
-    return load_model_spec(str(data_dir / rec["model"])), PlanConfig(**rec["plan"])
+    """The model and the blind plan's config of one usable record (each config read once: every
+    record is planned in sample, out of sample and calibrated, with its band ends)."""
+    return _model_spec(str(data_dir / rec["model"])), PlanConfig(**rec["plan"])
+
+
+@lru_cache(maxsize=None)
+def _model_spec(path: str) -> ModelSpec:
+    return load_model_spec(path)
 
 
 def evaluate_record(rec: dict[str, Any], data_dir: Path, planner: Planner | None = None,

@@ -136,16 +136,16 @@ def activation_term(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: i
         model.architectures, model.family, max_num_batched_tokens, model.hidden_size, shape.dtype_bytes)
     vision = model_vision_profile(model, cfg, max_num_batched_tokens)
     v2_dense = int(cfg.budget_constants.v2_dense_layer_tokens * v2_dense_layer_bytes(model, cfg))
-    workspace = dsa_workspace_bytes(model, cfg) + v2_dense
+    dsa = dsa_workspace_bytes(model, cfg)
     terms, samplers = [], []
     for path in sampler_paths_for(model, cfg):
         sampler = sampler_profile(max_num_batched_tokens, mns, model.vocab_size, shape.dtype_bytes, path)
         peak = activation_peak(shape, max_num_batched_tokens, sampler.peak_bytes, encoder,
                                pixel_bytes=vision.pixel_bytes() if vision else 0,
-                               vision_bytes=vision.transient_bytes() if vision else 0, workspace_bytes=workspace)
+                               vision_bytes=vision.transient_bytes() if vision else 0, workspace_bytes=dsa + v2_dense)
         images = f"; vision tower on {vision.items} dummy images, {vision.num_patches} patches" if vision else ""
-        if workspace - v2_dense:
-            images += f"; DSA indexer workspace {(workspace - v2_dense) / 2**30:.2f} GiB"
+        if dsa:
+            images += f"; DSA indexer workspace {dsa / 2**30:.2f} GiB"
         if v2_dense:
             images += (f"; {cfg.budget_constants.v2_dense_layer_tokens:,.0f} tokens' hidden states per layer the V2 "
                        f"runner's profile holds ({v2_dense / 2**30:.2f} GiB, fitted)")

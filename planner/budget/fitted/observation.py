@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hkv.model_specs.model_spec import ModelSpec
+from hkv.planner.budget.budget_constants import BudgetConstants
 from hkv.planner.budget.cudagraph_estimate import CudagraphEstimate
 from hkv.planner.budget.memory_budget import compute_memory_budget
 from hkv.planner.budget.non_torch import NonTorchSetup
@@ -50,11 +51,11 @@ class BudgetObservation:
     logged_non_torch_bytes: int | None = None  # the non-torch figure itself, where the log printed it
     v2_dense_bytes: int = 0  # hidden x layers x dtype on a dense model on the V2 runner (profile.py)
 
-    def v2_dense_extra(self, constants) -> int:  # noqa: ANN001 - BudgetConstants
+    def v2_dense_extra(self, constants: BudgetConstants) -> int:
         """What the fitted V2 dense-profile term adds to hkv's activation under `constants`."""
         return int(constants.v2_dense_layer_tokens * self.v2_dense_bytes)
 
-    def graph_bytes(self, constants) -> int:  # noqa: ANN001 - BudgetConstants (kept out of the signature's imports)
+    def graph_bytes(self, constants: BudgetConstants) -> int:
         """The graph bytes the budget lost under `constants` (0 where the release subtracts none)."""
         if self.graph is None or not self.graph_subtracted:
             return 0
