@@ -58,13 +58,14 @@ will not before the first finish, so the N requests will not all run at once.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import lcm
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.layout import KVCacheGroup, Layout, cdiv
+from hkv.planner.layout import Layout
+from hkv.planner.sustained_counts import collapsed, decode_changes, grow_request, held_blocks
+from hkv.planner.sustained_walk import SharedWalk, WalkRules, walk
 
 OUTPUT_LEN_DIVISOR = 8  # default split: output = max_model_len // 8, prompt = the rest
 
@@ -135,235 +136,35 @@ def ramp_clean(cap: int, is_clean: Callable[[int], bool]) -> int:
     return n
 
 
-def held_blocks(group: KVCacheGroup, computed_len: int, total_len: int) -> int:
-    """Blocks of `group` one request holds after releasing to `computed_len` computed tokens and
-    allocating slots up to `total_len` tokens (prefix caching off)."""
-    return _HELD[group.kind](group, computed_len, total_len)
-
-
-def _full_held(g: KVCacheGroup, c: int, t: int) -> int:
-    return cdiv(t, g.block_size)
-
-
-def _sliding_held(g: KVCacheGroup, c: int, t: int) -> int:
-    window = g.spec.window_len  # type: ignore[union-attr]
-    assert window is not None
-    return cdiv(t, g.block_size) - max(0, c - window + 1) // g.block_size
-
-
-def _chunked_held(g: KVCacheGroup, c: int, t: int) -> int:
-    chunk = g.spec.chunk_len  # type: ignore[union-attr]
-    assert chunk is not None
-    return cdiv(t, g.block_size) - c // chunk * chunk // g.block_size
-
-
-def _state_held(g: KVCacheGroup, c: int, t: int) -> int:
-    assert g.num_state_blocks is not None
-    live = 1 if c > 0 else 0
-    if cdiv(t, g.block_size) <= cdiv(c, g.block_size):
-        return live  # the live state stays in its block
-    return live + 1 - max(0, live - g.num_state_blocks + 1)
-
-
-def _ring_held(g: KVCacheGroup, c: int, t: int) -> int:
-    return 1 if t > 0 else 0  # one ring block from the first allocation on
-
-
-_HELD: dict[CacheKind, Callable[[KVCacheGroup, int, int], int]] = {
-    CacheKind.FULL: _full_held,
-    CacheKind.SLIDING: _sliding_held,
-    CacheKind.CHUNKED: _chunked_held,
-    CacheKind.RECURRENT: _state_held,
-    CacheKind.CIRCULAR: _ring_held,
-}
-
-
-def grow_request(groups: Sequence[KVCacheGroup], weights: Sequence[int], gpool: Sequence[int], free: list[int],
-                 mine: list[int], computed_len: int, total_len: int) -> bool:
-    """One request's step: release per group what fell out of its window (to `computed_len`; 0 for
-    a request holding nothing), then allocate slots up to `total_len` tokens if every pool has them.
-    Mutates `free` (per pool) and `mine` (the request's blocks per group); False leaves the release
-    done and nothing allocated, as vLLM's allocator does."""
-    want = [0] * len(groups)
-    need = [0] * len(free)
-    for i, g in enumerate(groups):
-        k, p = weights[i], gpool[i]
-        after_release = held_blocks(g, computed_len, computed_len)
-        free[p] += (mine[i] - after_release) * k
-        mine[i] = after_release
-        want[i] = held_blocks(g, computed_len, total_len)
-        need[p] += (want[i] - after_release) * k
-    if any(n > f for n, f in zip(need, free)):
-        return False
-    for i, k in enumerate(weights):
-        free[gpool[i]] -= (want[i] - mine[i]) * k
-        mine[i] = want[i]
-    return True
-
-
 def runs_clean(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool:
     """Whether `num_requests` max-length requests arriving together all run at once and finish
-    without a preemption, by the count model of the module docstring.
+    without a preemption, by the count model of the module docstring (sustained_walk.py walks it).
 
     The same walk as runs_clean_each, with the steady decoders grouped: a running request past its
-    first decode step and past `_decode_changes`'s base holds held_blocks(g, c - 1, c) and, step by
+    first decode step and past `decode_changes`'s base holds held_blocks(g, c - 1, c) and, step by
     step, changes its blocks by an amount that depends only on c % period. Running requests keep
     arrival order and an older one has computed at least as many tokens as a newer one, so the
     steady decoders are a prefix of the running list, finish in order, and are kept as a count per
     residue (computed = key + clock). A step's steady changes are applied in one sum when the free
     blocks cover every decrease in any order; otherwise they are walked one by one, in order."""
-    prompt_len, output_len = setup.request_lens(layout.max_model_len)
-    seq_len = prompt_len + output_len
     if num_requests > setup.max_num_seqs or not layout.groups:
         return False
     if num_requests > setup.max_num_batched_tokens:
         return runs_clean_each(layout, num_requests, setup)  # decodes alone can exhaust a step
-    groups, weights = _collapsed(layout.groups)
-    pool_index = {p.pool_id: i for i, p in enumerate(layout.pools)}
-    gpool = [pool_index[g.pool_id] for g in groups]
-    pool_range = range(len(layout.pools))
-    group_range = range(len(groups))
-    free = [max(0, p.num_blocks - 1) for p in layout.pools]
-    period = lcm(*(g.block_size for g in groups if g.block_size < seq_len),
-                 *(g.spec.chunk_len for g in groups if g.kind is CacheKind.CHUNKED))  # type: ignore[union-attr]
-    max_chunk = layout.in_flight_tokens
-    steady_from, changing = _decode_changes(groups, period)
+    return walk(walk_rules(layout, setup), num_requests)
 
-    def pool_sums(computed_len: int, total_len: int) -> list[int]:
-        sums = [0] * len(free)
-        for i in group_range:
-            sums[gpool[i]] += held_blocks(groups[i], computed_len, total_len) * weights[i]
-        return sums
 
-    # Per changing residue: a steady decoder's free-block change (released minus allocated) per pool.
-    step_change: list[tuple[int, list[int]]] = []
-    for residue in sorted(changing):
-        c = steady_from + residue  # steady_from is a multiple of period
-        before, after = pool_sums(c - 1, c), pool_sums(c, c + 1)
-        change = [before[p] - after[p] for p in pool_range]
-        if any(change):
-            step_change.append((residue, change))
-    change_at = dict(step_change)
-    end_held = pool_sums(seq_len - 2, seq_len - 1)  # what a steady decoder frees when it finishes
+def walk_rules(layout: Layout, setup: SustainedSetup) -> WalkRules:
+    prompt_len, output_len = setup.request_lens(layout.max_model_len)
+    return WalkRules.of(layout, prompt_len, output_len, setup.max_num_batched_tokens, setup.max_num_seqs)
 
-    gate_need = [0] * len(free)
-    for i, g in enumerate(groups):
-        gate_need[gpool[i]] += g.admission_blocks(prompt_len, layout.in_flight_tokens) * weights[i]
 
-    computed = [0] * num_requests  # of requests not (yet) steady
-    held = [[0] * len(groups) for _ in range(num_requests)]
-    steady: deque[int] = deque()  # steady decoders in arrival order: computed = key[r] + clock
-    key = [0] * num_requests
-    per_residue = [0] * period  # steady decoders per key % period
-    clock = 0
-    active: list[int] = []  # the other running requests, in arrival order, after the steady ones
-    next_waiting = 0
-    peak = 0
-    stalled_steps = 0
-
-    def try_allocate(r: int, new_len: int) -> bool:
-        return grow_request(groups, weights, gpool, free, held[r], computed[r], min(computed[r] + new_len, seq_len))
-
-    def steady_step() -> bool:
-        """One decode step of every steady decoder; False on a preemption."""
-        events = [(per_residue[(residue - clock) % period], change) for residue, change in step_change]
-        events = [(m, change) for m, change in events if m]
-        if not events:
-            return True
-        if all(free[p] + sum(m * min(0, change[p]) for m, change in events) >= 0 for p in pool_range):
-            for m, change in events:
-                for p in pool_range:
-                    free[p] += m * change[p]
-            return True
-        for r in steady:  # tight: in running order, as the scheduler does
-            change = change_at.get((key[r] + clock) % period)
-            if change is None:
-                continue
-            for p in pool_range:
-                free[p] += change[p]
-            if any(f < 0 for f in free):
-                return False
-        return True
-
-    def jump_decodes() -> None:
-        """Skip all but the last period + 1 steps of a pure decode phase (module docstring)."""
-        nonlocal clock
-        if next_waiting < num_requests or any(computed[r] <= prompt_len for r in active):
-            return
-        last = [computed[r] for r in active] + ([key[steady[0]] + clock] if steady else [])
-        num_steps = seq_len - 1 - max(last) - period - 1
-        if num_steps <= 0:
-            return
-        for r in active:
-            computed[r] += num_steps
-            c = computed[r]
-            for i, g in enumerate(groups):
-                after = held_blocks(g, c - 1, c)
-                free[gpool[i]] += (held[r][i] - after) * weights[i]
-                held[r][i] = after
-        for j in range(period):
-            if per_residue[j]:
-                c = steady_from + (j + clock) % period
-                before, after = pool_sums(c - 1, c), pool_sums(c + num_steps - 1, c + num_steps)
-                for p in pool_range:
-                    free[p] += (before[p] - after[p]) * per_residue[j]
-        clock += num_steps
-
-    while active or steady or next_waiting < num_requests:
-        jump_decodes()
-        if not steady_step():
-            return False  # the real scheduler preempts here
-        budget = setup.max_num_batched_tokens - len(steady)
-        scheduled: list[tuple[int, int]] = []
-        prefilled = False  # whether a running request prefilled in this step
-        for r in active:
-            if budget == 0:
-                break
-            c = computed[r]
-            tokens = prompt_len if c < prompt_len else c + 1
-            new_len = min(tokens - c, budget, max_chunk)
-            if not try_allocate(r, new_len):
-                return False
-            prefilled = prefilled or c < prompt_len
-            scheduled.append((r, new_len))
-            budget -= new_len
-        while next_waiting < num_requests and budget > 0 and len(steady) + len(active) < setup.max_num_seqs:
-            r = next_waiting
-            new_len = min(prompt_len, budget, max_chunk)
-            if any(n > f for n, f in zip(gate_need, free)) or not try_allocate(r, new_len):
-                stalled_steps = 0 if prefilled else stalled_steps + 1
-                if stalled_steps > period:
-                    return False
-                break
-            active.append(r)
-            next_waiting += 1
-            stalled_steps = 0
-            scheduled.append((r, new_len))
-            budget -= new_len
-        if not scheduled and not steady:
-            return False
-        peak = max(peak, len(steady) + len(active))
-        clock += 1
-        for r, new_len in scheduled:
-            computed[r] += new_len
-        while steady and key[steady[0]] + clock >= seq_len - 1:
-            r = steady.popleft()
-            per_residue[key[r] % period] -= 1
-            for p in pool_range:
-                free[p] += end_held[p]
-        if any(computed[r] >= seq_len - 1 for r in active):
-            for r in [r for r in active if computed[r] >= seq_len - 1]:
-                active.remove(r)
-                for i in group_range:
-                    free[gpool[i]] += held[r][i] * weights[i]
-                    held[r][i] = 0
-        while active and prompt_len < computed[active[0]] and steady_from <= computed[active[0]]:
-            r = active.pop(0)
-            assert all(held[r][i] == held_blocks(groups[i], computed[r] - 1, computed[r]) for i in group_range)
-            key[r] = computed[r] - clock
-            per_residue[key[r] % period] += 1
-            steady.append(r)
-    return peak == num_requests
+def clean_probe(layout: Layout, setup: SustainedSetup, cap: int) -> Callable[[int], bool]:
+    """is_clean(N) for N in [1, cap], equal to runs_clean(layout, N, setup): the probes of one search
+    share the walk of `cap` requests where theirs coincide with it (sustained_walk.SharedWalk)."""
+    if cap < 1 or not layout.groups or cap > setup.max_num_seqs or cap > setup.max_num_batched_tokens:
+        return lambda n: runs_clean(layout, n, setup)
+    return SharedWalk(walk_rules(layout, setup), cap).is_clean
 
 
 def runs_clean_each(layout: Layout, num_requests: int, setup: SustainedSetup) -> bool:
@@ -374,7 +175,7 @@ def runs_clean_each(layout: Layout, num_requests: int, setup: SustainedSetup) ->
     if num_requests > setup.max_num_seqs or not layout.groups:
         return False
     # Groups of one spec in one pool hold the same blocks at every step: walk one, count it k times.
-    groups, weights = _collapsed(layout.groups)
+    groups, weights = collapsed(layout.groups)
     pool_index = {p.pool_id: i for i, p in enumerate(layout.pools)}
     gpool = [pool_index[g.pool_id] for g in groups]
     free = [max(0, p.num_blocks - 1) for p in layout.pools]
@@ -412,7 +213,7 @@ def runs_clean_each(layout: Layout, num_requests: int, setup: SustainedSetup) ->
                 free[gpool[i]] += (held[r][i] - after) * weights[i]
                 held[r][i] = after
 
-    steady_from, changing = _decode_changes(groups, period)
+    steady_from, changing = decode_changes(groups, period)
     # The admission gate (vLLM 0.32's scheduler_reserve_full_isl): a waiting request, holding
     # nothing, is admitted only when slots for its whole prompt fit, per pool.
     gate_need = [0] * len(free)
@@ -471,40 +272,6 @@ def runs_clean_each(layout: Layout, num_requests: int, setup: SustainedSetup) ->
     return peak == num_requests
 
 
-def _collapsed(groups: tuple[KVCacheGroup, ...]) -> tuple[tuple[KVCacheGroup, ...], tuple[int, ...]]:
-    """One group per (pool, spec, block size, state blocks, bound): what held_blocks and
-    admission_blocks read. In first-seen order, with how many groups each stands for."""
-    firsts: dict[tuple[object, ...], int] = {}
-    kept: list[KVCacheGroup] = []
-    counts: list[int] = []
-    for g in groups:
-        key = (g.pool_id, g.kind, g.spec, g.block_size, g.num_state_blocks, g.bound)
-        if key in firsts:
-            counts[firsts[key]] += 1
-        else:
-            firsts[key] = len(kept)
-            kept.append(g)
-            counts.append(1)
-    return tuple(kept), tuple(counts)
-
-
-def _decode_changes(groups: tuple[KVCacheGroup, ...], period: int) -> tuple[int, frozenset[int]]:
-    """(base, changing residues): a decode step at c computed tokens may change something unless
-    c >= base and c % period is not in `changing`. Such a step, following a decode step (held =
-    held_blocks(g, c - 1, c) in every group), releases and allocates nothing in any group, i.e. held_blocks(g, c, c) == held_blocks(g, c - 1, c) == held_blocks(g, c, c + 1).
-    Past every window and chunk (plus two periods) whether a step changes anything is periodic in
-    c with `period` (the lcm of block sizes and chunk lengths): the residues that change are found
-    by trying one period; below that base every step counts as changing."""
-    reach = max([g.spec.window_len or 0 for g in groups if g.kind is CacheKind.SLIDING]  # type: ignore[union-attr]
-                + [g.spec.chunk_len or 0 for g in groups if g.kind is CacheKind.CHUNKED] + [0])  # type: ignore[union-attr]
-    base = (reach // period + 2) * period
-    changing = frozenset(
-        c % period for c in range(base, base + period)
-        if any(held_blocks(g, c, c) != held_blocks(g, c - 1, c) or held_blocks(g, c, c + 1) != held_blocks(g, c, c)
-               for g in groups))
-    return base, changing
-
-
 def search_guess(layout: Layout, seq_len: int | None = None) -> int:
     """Where largest_clean starts: usable blocks over the blocks a request of `seq_len` tokens
     (default max_model_len) holds at its end (slots for seq_len - 1 tokens), the tightest pool."""
@@ -523,4 +290,4 @@ def predict_sustained(layout: Layout, setup: SustainedSetup, bounds: tuple[int, 
     never preempt where fewer did, so the answer lies in [floor, cap]."""
     floor, cap = (0, setup.max_num_seqs) if bounds is None else (bounds[0], min(bounds[1], setup.max_num_seqs))
     guess = search_guess(layout, sum(setup.request_lens(layout.max_model_len)))
-    return largest_clean(max(guess, floor), cap, lambda n: runs_clean(layout, n, setup), floor=min(floor, cap))
+    return largest_clean(max(guess, floor), cap, clean_probe(layout, setup, cap), floor=min(floor, cap))

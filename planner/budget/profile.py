@@ -34,6 +34,7 @@ from hkv.planner.budget.encoder_profile import (
 )
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.budget.indexer_workspace import indexer_workspace_bytes
+from hkv.planner.budget.mixer_liveness import gdn_held_elements
 from hkv.planner.budget.model_runner import graph_estimate_applies, uses_v2_runner
 from hkv.planner.budget.non_torch import LINEAR_ATTENTION_VARIANTS, NonTorchSetup
 from hkv.planner.budget.profile_activation import ForwardShape, activation_peak
@@ -73,8 +74,10 @@ def activation_dtype_bytes(model: ModelSpec, cfg: PlanConfig) -> int:
 
 
 def forward_shape(model: ModelSpec, cfg: PlanConfig) -> ForwardShape:
+    held = 0 if cfg.enforce_eager else gdn_held_elements(model, cfg.tp)
     return ForwardShape(model.hidden_size, model.intermediate_size, activation_dtype_bytes(model, cfg), cfg.tp,
-                        num_experts_per_tok=model.num_experts_per_tok, moe_intermediate_size=model.moe_intermediate_size)
+                        num_experts_per_tok=model.num_experts_per_tok, moe_intermediate_size=model.moe_intermediate_size,
+                        mixer_held_elements=held)
 
 
 def model_vision_profile(model: ModelSpec, cfg: PlanConfig, max_num_batched_tokens: int) -> VisionProfile | None:

@@ -33,6 +33,9 @@ class ForwardShape:
     tp: int = 1
     num_experts_per_tok: int = 0  # 0: no MoE layer
     moe_intermediate_size: int = 0
+    # Elements per token a mixer layer's compiled piece keeps alive through the MLP after it
+    # (mixer_liveness.py); 0 where none is modelled (eager, or no such mixer).
+    mixer_held_elements: int = 0
 
     def dense_bytes_per_token(self) -> int:
         """Besides the kept hidden state: the normed input, gate_up and the activation's output."""
@@ -52,7 +55,8 @@ class ForwardShape:
 
     def forward_extra_bytes(self, num_tokens: int) -> int:
         """The forward's largest live set besides the kept hidden states."""
-        return num_tokens * max(self.dense_bytes_per_token(), self.moe_bytes_per_token())
+        mlp = max(self.dense_bytes_per_token(), self.moe_bytes_per_token())
+        return num_tokens * (mlp + self.mixer_held_elements * self.dtype_bytes)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """runs_clean (steady decoders grouped by residue) equals runs_clean_each (every request at
 every step) for every N, on layouts long enough that decoders turn steady, with pools from
-roomy to tight so both the summed and the in-order steady steps run."""
+roomy to tight so both the summed and the in-order steady steps run; and the probes of one search
+sharing the walk of the cap (clean_probe) answer as runs_clean_each for every N, in any order."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
 from hkv.planner.layout import KVCacheGroup, Layout, Pool
-from hkv.planner.sustained import SustainedSetup, runs_clean, runs_clean_each
+from hkv.planner.sustained import SustainedSetup, clean_probe, runs_clean, runs_clean_each
 
 FULL, SLIDING, CHUNKED, RECURRENT = CacheKind.FULL, CacheKind.SLIDING, CacheKind.CHUNKED, CacheKind.RECURRENT
 
@@ -62,3 +63,22 @@ def test_grouped_walk_equals_the_walk_of_each_request(case):
     setup = SustainedSetup(max_num_batched_tokens=budget, max_num_seqs=40, output_len=output_len)
     for n in range(1, 41):
         assert runs_clean(plan_layout, n, setup) == runs_clean_each(plan_layout, n, setup), n
+
+
+PROBE_ORDERS = {
+    "ascending": lambda cap: list(range(1, cap + 1)),
+    "descending": lambda cap: list(range(cap, 0, -1)),
+    "gallop": lambda cap: [cap // 2, cap // 2 + 1, cap // 2 + 3, cap // 2 + 7, cap // 3, 1, cap] + list(range(1, cap + 1)),
+}
+
+
+@pytest.mark.parametrize("order", PROBE_ORDERS)
+@pytest.mark.parametrize("case", list(cases()), ids=lambda c: f"{c[0]}-{c[2]}-{c[3]}-{c[4]}-{c[5][0]}")
+def test_probes_sharing_the_cap_walk_equal_the_walk_of_each_request(case, order):
+    name, groups, max_len, budget, output_len, pools = case
+    plan_layout = layout(groups, pools, max_len, 2 * budget // 3)
+    setup = SustainedSetup(max_num_batched_tokens=budget, max_num_seqs=40, output_len=output_len)
+    cap = min(40, budget)  # above max_num_batched_tokens the probe walks each N on its own
+    is_clean = clean_probe(plan_layout, setup, cap)
+    for n in [n for n in PROBE_ORDERS[order](cap) if 1 <= n <= cap]:
+        assert is_clean(n) == runs_clean_each(plan_layout, n, setup), n

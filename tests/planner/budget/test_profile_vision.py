@@ -86,7 +86,10 @@ def test_r001_qwen35_9b_l40s_activation() -> None:
     assert "vision tower" in activation.note
     lm_only = profile_terms(model, PlanConfig(gpu="l40s", vllm_version="0.19.0", max_num_seqs=256,
                                               language_model_only=True), 8192)[0]
-    assert lm_only.bytes == 67_108_864 + 889_978_880  # no encoder outputs, no tower
+    # no encoder outputs, no tower: kept + the forward, now above the sampler: per token the MLP's
+    # (4096 + 3 x 12288) x 2 B and a GDN piece's held hidden + 2 x 2048 + 3 x 4096 elements x 2 B
+    # (mixer_liveness.py): (81,920 + 40,960) x 8192 = 1,006,632,960
+    assert lm_only.bytes == 67_108_864 + 1_006_632_960
     assert non_torch.bytes == profile_terms(model, PlanConfig(gpu="h100", vllm_version="0.19.0",
                                                               max_num_seqs=256), 8192)[2].bytes  # discrete
 
@@ -99,8 +102,10 @@ def test_r003_unified_memory_counts_pinned_host_buffers() -> None:
     activation, _, non_torch = profile_terms(model, cfg, 65536)
     pixels = 4 * 65536 * 1536 * 2  # 805,306,368
     kept = encoder = 65536 * 5120 * 2  # 671,088,640 each
-    forward = 65536 * (5120 + 3 * 17408) * 2  # 7,516,192,768, beats the tower's 262144 x 13824 x 2
-    assert activation.bytes == pixels + kept + encoder + forward  # 9.0 GiB
+    # the MLP's live set plus what a GDN layer's piece holds through it (mixer_liveness.py):
+    # hidden 5120 + 2 x key_dim 2048 + 3 x value_dim 6144 = 27,648 elements per token
+    forward = 65536 * (5120 + 3 * 17408 + 27648) * 2  # 11,140,071,424, beats the tower's 262144 x 13824 x 2
+    assert activation.bytes == pixels + kept + encoder + forward  # 12.375 GiB
     inputs_embeds = 65536 * 5120 * 2
     # the context, the linear-attention kernels and the host's share (the test's own constants), and
     # the pinned host buffers: inputs_embeds' host half and the dummy images' staging

@@ -8,7 +8,7 @@ import pytest
 from rt_layouts import CHUNKED, FULL, RECURRENT, SLIDING, make_group, make_layout
 
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner import sustained
+from hkv.planner import sustained, sustained_counts
 from hkv.planner.layout import cdiv
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
@@ -91,7 +91,7 @@ def _window_off_by_one(g, c, t):
 
 
 def test_an_off_by_one_window_is_caught(monkeypatch):
-    monkeypatch.setitem(sustained._HELD, SLIDING, _window_off_by_one)
+    monkeypatch.setitem(sustained_counts._HELD, SLIDING, _window_off_by_one)
     mismatches = []
     for name, block, pools, max_len, budget, output_len in tiny_cases():
         if "sliding" not in name:
