@@ -97,12 +97,15 @@ def decode_changes(groups: tuple[KVCacheGroup, ...], period: int) -> tuple[int, 
     """(base, changing residues): a decode step at c computed tokens may change something unless
     c >= base and c % period is not in `changing`. Such a step, following a decode step (held =
     held_blocks(g, c - 1, c) in every group), releases and allocates nothing in any group, i.e. held_blocks(g, c, c) == held_blocks(g, c - 1, c) == held_blocks(g, c, c + 1).
-    Past every window and chunk (plus two periods) whether a step changes anything is periodic in
-    c with `period` (the lcm of block sizes and chunk lengths): the residues that change are found
-    by trying one period; below that base every step counts as changing."""
+    Past every window and chunk (from c > reach, where a sliding group's release no longer sees the
+    request's start) whether a step changes anything is periodic in c with `period` (the lcm of
+    block sizes and chunk lengths): the base is the first multiple of period above the reach, the
+    residues that change are found by trying one period, and below the base every step counts as
+    changing. (A base two periods up, as before, kept every decoder of a layout whose period is
+    half its requests' length walking one by one.)"""
     reach = max([g.spec.window_len or 0 for g in groups if g.kind is CacheKind.SLIDING]  # type: ignore[union-attr]
                 + [g.spec.chunk_len or 0 for g in groups if g.kind is CacheKind.CHUNKED] + [0])  # type: ignore[union-attr]
-    base = (reach // period + 2) * period
+    base = (reach // period + 1) * period
     changing = frozenset(
         c % period for c in range(base, base + period)
         if any(held_blocks(g, c, c) != held_blocks(g, c - 1, c) or held_blocks(g, c, c + 1) != held_blocks(g, c, c)

@@ -33,6 +33,7 @@ from hkv.cli.main import app
 from hkv.planner.plan import plan as real_plan
 
 pytestmark = [pytest.mark.oracle, pytest.mark.slow]
+EXTENDED = pytest.mark.extended
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ORACLE_PY = REPO_ROOT / ".venv-vllm" / "bin" / "python"
@@ -91,20 +92,22 @@ def _options(memory: int, max_model_len: int) -> list[str]:
 # figures are vLLM's (the oracle): its sustained N (N requests ran at once with no preemption,
 # N + 1 did not) and its preemptions at N + 1; verify exits 0 only when hkv's planner and hkv's
 # runtime both give that N and hkv's runtime the same preemption count.
+# One memory size per kind runs by default (each is minutes of a real engine on CPU); the others
+# are `extended` (`pytest -m extended tests/oracle`), as is the known gap's strict xfail twin.
 @pytest.mark.parametrize("kind, max_model_len, memory, num_blocks, block_size, sustained, preemptions_after", [
     ("gemma3", 1024, 20_000_000, 76, 128, 5, 0),
-    ("gemma3", 1024, 40_000_000, 152, 128, 11, 0),
-    ("gemma3", 1024, 67_123_456, 256, 128, 20, 0),
-    ("llama4", 2048, 20_000_000, 76, 128, 3, 0),
+    pytest.param("gemma3", 1024, 40_000_000, 152, 128, 11, 0, marks=EXTENDED),
+    pytest.param("gemma3", 1024, 67_123_456, 256, 128, 20, 0, marks=EXTENDED),
+    pytest.param("llama4", 2048, 20_000_000, 76, 128, 3, 0, marks=EXTENDED),
     ("llama4", 2048, 50_000_777, 190, 128, 8, 1),
-    ("llama4", 2048, 80_000_000, 305, 128, 13, 1),
+    pytest.param("llama4", 2048, 80_000_000, 305, 128, 13, 1, marks=EXTENDED),
     ("gpt_oss", 1024, 10_000_000, 38, 128, 3, 0),
-    ("gpt_oss", 1024, 20_000_000, 76, 128, 8, 0),
-    ("gpt_oss", 1024, 33_558_527, 128, 128, 13, 0),
-    pytest.param("granite_hybrid", 2048, 20_000_000, 25, 384, 2, 1, marks=pytest.mark.xfail(
-        strict=True, reason="known gap, pinned in test_verify_granite_known_gap")),
-    pytest.param("granite_hybrid", 2048, 40_000_000, 50, 384, 5, 1, marks=pytest.mark.xfail(
-        strict=True, reason="known gap, pinned in test_verify_granite_known_gap")),
+    pytest.param("gpt_oss", 1024, 20_000_000, 76, 128, 8, 0, marks=EXTENDED),
+    pytest.param("gpt_oss", 1024, 33_558_527, 128, 128, 13, 0, marks=EXTENDED),
+    pytest.param("granite_hybrid", 2048, 20_000_000, 25, 384, 2, 1, marks=[EXTENDED, pytest.mark.xfail(
+        strict=True, reason="known gap, pinned in test_verify_granite_known_gap")]),
+    pytest.param("granite_hybrid", 2048, 40_000_000, 50, 384, 5, 1, marks=[EXTENDED, pytest.mark.xfail(
+        strict=True, reason="known gap, pinned in test_verify_granite_known_gap")]),
     ("granite_hybrid", 2048, 80_000_000, 101, 384, 10, 1),
 ])
 def test_verify_on_tiny_models(tiny_model, kind, max_model_len, memory, num_blocks, block_size, sustained,
@@ -127,7 +130,7 @@ def test_verify_on_tiny_models(tiny_model, kind, max_model_len, memory, num_bloc
     assert runs[sustained + 1]["max_running"] < sustained + 1 or runs[sustained + 1]["num_preemptions"] > 0
 
 
-@pytest.mark.parametrize("memory, sustained", [(20_000_000, 2), (40_000_000, 5)])
+@pytest.mark.parametrize("memory, sustained", [(20_000_000, 2), pytest.param(40_000_000, 5, marks=EXTENDED)])
 def test_verify_granite_known_gap(tiny_model, memory, sustained):
     """Where hkv and vLLM 0.32 differ: the Granite hybrid (384-token blocks) at 20 and 40 MB. Both
     sustain the same N; with N + 1 requests vLLM admits the last one and preempts once, while hkv's
