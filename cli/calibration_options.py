@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from hkv.cli.errors import UserError
-from hkv.cli.log_file import read_log_text
 from hkv.cli.output import note
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner.budget.fitted.calibration import Calibration
-from hkv.planner.engines.vllm.log import read_vllm_log
-from hkv.planner.engines.vllm.log_calibration import calibrate_from_log
 from hkv.planner.engines.vllm.rules import format_version
 from hkv.planner.plan_config import PlanConfig
+
+if TYPE_CHECKING:
+    from hkv.planner.budget.fitted.calibration import Calibration
+
+# The log reader and the fit behind a calibration are imported where one is made: most plans
+# have none, and they would add ~25 ms to a cold `hkv plan`.
 
 CalibrationOpt = Annotated[str | None, typer.Option(
     "--calibration", help="a calibration file from `hkv calibrate LOG --out FILE`: that machine and release's "
@@ -30,6 +32,10 @@ def log_calibration(log_file: str, given: dict[str, Any], model: str | None = No
                     default_gpu: str | None = None) -> Calibration:
     """The calibration of one vLLM start-up log (its model: `model`, else the one the log names; its
     GPU: given, else the one whose total the log prints, else `default_gpu`)."""
+    from hkv.cli.log_file import read_log_text
+    from hkv.planner.engines.vllm.log import read_vllm_log
+    from hkv.planner.engines.vllm.log_calibration import calibrate_from_log
+
     log = read_vllm_log(read_log_text(log_file).splitlines())
     if log.memory.total is None and "gpu" not in given and default_gpu is not None:
         given = {**given, "gpu": default_gpu}
@@ -40,6 +46,8 @@ def log_calibration(log_file: str, given: dict[str, Any], model: str | None = No
 
 
 def read_calibration_file(path: str) -> Calibration:
+    from hkv.planner.budget.fitted.calibration import Calibration
+
     file = Path(path).expanduser()
     if not file.is_file():
         raise UserError(f"{path}: no such calibration file; write one with `hkv calibrate LOG --out FILE`")

@@ -9,18 +9,24 @@ max_num_batched_tokens, utilization, ...) do not change the SGLang plan.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from hkv.cli.errors import UserError
 from hkv.planner.budget.gpu_table import get_gpu
-from hkv.planner.engines.log_engine import LOG_ENGINES, VLLM
-from hkv.planner.engines.sglang.rules import read_sglang_version
-from hkv.planner.engines.sglang.server_args import DEFAULT_SGLANG_VERSION, SglangServerArgs
+from hkv.planner.engines.log_engine import LOG_ENGINES, SGLANG, VLLM
+from hkv.planner.engines.sglang.default_release import DEFAULT_SGLANG_VERSION
 from hkv.planner.engines.vllm.rules import read_vllm_version
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.plan_config import DEFAULT_GPU, PlanConfig
 from hkv.planner.sizes import format_gib
+
+if TYPE_CHECKING:
+    from hkv.planner.engines.sglang.server_args import SglangServerArgs
+
+# SGLang's rules and server arguments are imported where an SGLang option is read: a vLLM-only
+# plan (the default) has no use for them.
 
 ENGINES = LOG_ENGINES  # the engines hkv plans for: vllm, sglang
 
@@ -54,9 +60,16 @@ def parse_engines(text: str | None) -> tuple[str, ...]:
     return names
 
 
+def uses_engines(engines: tuple[str, ...], emit: Enum | None) -> bool:
+    """Whether `hkv plan` leaves its vLLM-only path: another engine asked for, or --emit sglang."""
+    return engines != (VLLM,) or (emit is not None and emit.value == SGLANG)
+
+
 def sglang_server_args(cfg: PlanConfig, version: str | None, mem_fraction_static: float | None,
                        max_num_seqs_given: int | None) -> SglangServerArgs:
     """The SGLang arguments that mean what the plan options say (module docstring)."""
+    from hkv.planner.engines.sglang.server_args import SglangServerArgs
+
     fields = {"tp": cfg.tp, "pp": cfg.pp, "max_model_len": cfg.max_model_len, "max_num_seqs": max_num_seqs_given,
               "kv_cache_dtype": cfg.kv_cache_dtype, "mamba_ssm_dtype": cfg.mamba_ssm_dtype, "dtype": cfg.dtype}
     return SglangServerArgs(**sglang_given(fields, version, mem_fraction_static))
@@ -83,6 +96,8 @@ def sglang_given(cfg_fields: dict[str, Any], version: str | None, mem_fraction_s
             name = _GIVEN_FIELDS[field]
             given[name] = _given_value(name, value)
     if version is not None:
+        from hkv.planner.engines.sglang.rules import read_sglang_version
+
         given["version"] = read_sglang_version(version).release_text
     if mem_fraction_static is not None:
         given["mem_fraction_static"] = _fraction(mem_fraction_static)
@@ -108,9 +123,11 @@ def version_notes(vllm_version: str | None, sglang_version: str | None = None) -
     """The stderr lines saying which release a pasted --vllm-version / --sglang-version was read as
     ("vLLM 0.16.1rc1.dev265+g1a2b3c4 read as release 0.16.0 (dev build)"); none for a plain release.
     InvalidInputError for text that is not a version of a release hkv models."""
-    readings = [(engine, read(text)) for engine, read, text in (("vLLM", read_vllm_version, vllm_version),
-                                                                ("SGLang", read_sglang_version, sglang_version))
-                if text is not None]
+    readings = [("vLLM", read_vllm_version(vllm_version))] if vllm_version is not None else []
+    if sglang_version is not None:
+        from hkv.planner.engines.sglang.rules import read_sglang_version
+
+        readings.append(("SGLang", read_sglang_version(sglang_version)))
     return [line for engine, reading in readings if (line := reading.note(engine)) is not None]
 
 

@@ -9,28 +9,28 @@ import typer
 from hkv.cli.calibration_options import CalibrateOpt, CalibrationOpt, calibrated
 from hkv.cli.engine_options import (
     EngineOpt, MemFractionOpt, SglangVersionOpt, gpu_assumed, parse_engines, refuse_sglang_options_for_vllm,
-    sglang_server_args, version_notes,
+    sglang_server_args, uses_engines, version_notes,
 )
 from hkv.cli.errors import handles_errors, user_message
 from hkv.cli.list_options import GpuListOpt, TpListOpt, first_gpu, first_tp, is_sweep
 from hkv.cli.output import OutputFormat, note, stdout_console, write_json
 from hkv.cli.plan_options import (
-    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DraftLayersOpt, DtypeOpt, EagerOpt, FlashInferOpt,
-    GpuMemoryOpt, KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt, NoPrefixOpt, OutputLenOpt,
-    PlanOptions, PpOpt, PrefixOpt, QuantOpt, SpecTokensOpt, SsmDtypeOpt, TextOnlyOpt, UtilOpt, VllmLogOpt,
-    VllmVersionOpt, WeightsOpt, assumed_note,
+    AvailableOpt, AvgLenOpt, BlockSizeOpt, ChunkOpt, ConcurrencyOpt, DraftLayersOpt, DtypeOpt, EagerOpt,
+    EmitOpt, FlashInferOpt, GpuMemoryOpt, KvDtypeOpt, LayoutOpt, MaxLenOpt, MaxSeqsOpt, MnbtOpt,
+    NoPrefixOpt, OutputLenOpt, PlanOptions, PpOpt, PrefixOpt, QuantOpt, SpecTokensOpt, SsmDtypeOpt,
+    TextOnlyOpt, UtilOpt, VllmLogOpt, VllmVersionOpt, WeightsOpt, assumed_note,
 )
-from hkv.cli.plan_emit import EmitOpt, write_serve
-from hkv.cli.plan_engines import uses_engines, write_engine_plans
-from hkv.cli.plan_svg import SvgOpt, checked_svg_path, save_svg
-from hkv.cli.plan_sweep import write_sweep
-from hkv.cli.render_plan import render_plan
+from hkv.cli.plan_svg import SvgOpt, checked_svg_path
 from hkv.cli.render_startup import note_refusals
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.memory_budget import fit_warning
 from hkv.planner.plan import plan
 from hkv.planner.plan_json import plan_to_dict
-from hkv.planner.startup import vllm_startup
+from hkv.planner.startup.vllm_verdict import vllm_startup
+
+# Above: what one vLLM plan needs. The other paths (engines side by side, a sweep, --emit, the
+# human tables, --svg) import their writers where they branch off, so that the common
+# `hkv plan MODEL --format json` loads neither SGLang's planner nor rich (issue 34: cold start).
 
 ModelArg = Annotated[str, typer.Argument(
     help="catalog name (gemma-3-27b), HF id, model directory or config.json")]
@@ -78,6 +78,8 @@ def plan_command(
     if spec.source_note:  # the Hub could not be asked: say what the plan rests on instead
         note(spec.source_note)
     if uses_engines(engines, emit):
+        from hkv.cli.plan_engines import write_engine_plans
+
         args = sglang_server_args(cfg, sglang_version, mem_fraction_static, max_num_seqs)
         write_engine_plans(spec, cfg, engines, args, emit, gpu_assumed(options.gpu, gpu_memory), output_format,
                            sweep=is_sweep(gpu, tp), svg=svg is not None)
@@ -85,11 +87,15 @@ def plan_command(
     refuse_sglang_options_for_vllm(sglang_version, mem_fraction_static,
                                    "add --engine vllm,sglang (or sglang) or --emit sglang")
     if is_sweep(gpu, tp):
+        from hkv.cli.plan_sweep import write_sweep
+
         write_sweep(spec, cfg, gpu, tp, options, emit, output_format)
         return
     result = plan(spec, cfg)
     assumed = options.assumed(result.budget)
     if emit is not None:
+        from hkv.cli.plan_emit import write_serve
+
         write_serve(result, emit, output_format, assumed)
         return
     warning = fit_warning(spec, result.budget)
@@ -104,9 +110,13 @@ def plan_command(
     if output_format is OutputFormat.json:
         write_json({**plan_to_dict(result), "assumed": assumed})
     else:
+        from hkv.cli.render_plan import render_plan
+
         line = assumed_note(assumed)
         if line:
             note(line)
         render_plan(result, stdout_console(), startup)
     if svg_path is not None:
+        from hkv.cli.plan_svg import save_svg
+
         save_svg(result, svg_path)

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-from hkv.cli.choices import Emit
 from hkv.cli.engine_options import gpu_assumed_note
 from hkv.cli.output import OutputFormat, note, write_json
 from hkv.cli.plan_options import assumed_note
@@ -23,13 +21,6 @@ from hkv.planner.engines.sglang.plan import SglangPlan
 from hkv.planner.engines.vllm.serve_command import build_vllm_serve_command, model_reference
 from hkv.planner.plan import Plan
 from hkv.planner.plan_json import plan_to_dict
-
-EmitOpt = Annotated[Emit | None, typer.Option(  # type: ignore[valid-type]
-    "--emit", help="print the `vllm serve` command (env vars, flags) that realizes the vllm layout, or with "
-                   "sglang the `python3 -m sglang.launch_server` command that realizes the SGLang plan, instead "
-                   "of the tables (JSON: the plan plus a \"serve\" object); needs one --gpu and one --tp "
-                   "[default: none, the plan]")]
-
 
 def write_serve(result: Plan, emit: Enum, output_format: OutputFormat, assumed: dict[str, Any]) -> None:
     """Raises what build_vllm_serve_command raises (vLLM would not start, no vllm layout)."""

@@ -38,11 +38,6 @@ def sglang_plan(spec: ModelSpec, cfg: PlanConfig, args: SglangServerArgs) -> Sgl
     return plan_sglang(spec, args, gpu=cfg.gpu, gpu_memory_bytes=cfg.gpu_memory_bytes, weights_bytes=cfg.weights_bytes)
 
 
-def uses_engines(engines: tuple[str, ...], emit: Enum | None) -> bool:
-    """Whether `hkv plan` leaves its vLLM-only path: another engine asked for, or --emit sglang."""
-    return engines != (VLLM,) or (emit is not None and emit.value == SGLANG)
-
-
 def write_engine_plans(spec: ModelSpec, cfg: PlanConfig, engines: tuple[str, ...], args: SglangServerArgs,
                        emit: Enum | None, assumed: dict[str, Any], output_format: OutputFormat, *,
                        sweep: bool, svg: bool) -> None:

@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Annotated, Any, TypeVar
 
 import typer
-from hkv.cli.choices import Dtype, KvCacheDtype, PlanLayout, VllmLog
+from hkv.cli.choices import Dtype, Emit, KvCacheDtype, PlanLayout, VllmLog
 from hkv.cli.errors import flag_of
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.budget.memory_budget import MemoryBudget
@@ -122,6 +122,11 @@ FlashInferOpt = Annotated[bool | None, typer.Option(
          "figure]")]
 LayoutOpt = Annotated[PlanLayout | None, typer.Option(  # type: ignore[valid-type]
     "--layout", help=f"primary layout [default: {DEFAULTS.primary_layout}]")]
+EmitOpt = Annotated[Emit | None, typer.Option(  # type: ignore[valid-type]
+    "--emit", help="print the `vllm serve` command (env vars, flags) that realizes the vllm layout, or with "
+                   "sglang the `python3 -m sglang.launch_server` command that realizes the SGLang plan, instead "
+                   "of the tables (JSON: the plan plus a \"serve\" object); needs one --gpu and one --tp "
+                   "[default: none, the plan]")]
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,14 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from hkv.cli.errors import UserError
-from hkv.cli.output import stdout_console
-from hkv.cli.render_plan import render_plan
-from hkv.planner.plan import Plan
+
+if TYPE_CHECKING:
+    from hkv.planner.plan import Plan
 
 SvgOpt = Annotated[str | None, typer.Option(
     "--svg", metavar="FILE", help="also save the human report (tables and layout pictures) as an SVG image; "
@@ -49,6 +48,12 @@ def checked_svg_path(svg: str | None, *, sweep: bool, emit: bool) -> Path | None
 def save_svg(result: Plan, path: Path) -> None:
     """Render `result`'s human report into a recording console off stdout, as wide as stdout's
     page, and save it at `path`. UserError when the file cannot be written after all."""
+    # rich and the renderers load here, not at the top: checked_svg_path runs on every plan
+    from rich.console import Console
+
+    from hkv.cli.output import stdout_console
+    from hkv.cli.render_plan import render_plan
+
     console = Console(file=io.StringIO(), record=True, highlight=False, width=stdout_console().width)
     render_plan(result, console)
     try:

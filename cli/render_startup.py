@@ -4,12 +4,14 @@ error line and its fix, then the warnings (planner/startup)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING
 
 from hkv.cli.output import note
-from hkv.planner.startup import StartupIssue, StartupVerdict
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from hkv.planner.startup.issue import StartupIssue, StartupVerdict
 
 _ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
@@ -28,6 +30,8 @@ def render_startup(verdicts: Sequence[StartupVerdict], console: Console) -> None
 
 
 def _issue(console: Console, mark: str, color: str, issue: StartupIssue) -> None:
+    from rich.markup import escape  # here, not at the top: note_refusals (JSON output) needs no rich
+
     console.print(f"  [{color}]{mark}[/{color}] {escape(issue.message)} [dim]({issue.code}; {issue.releases})[/dim]")
     if issue.detail:
         console.print(f"    [dim]{escape(issue.detail)}[/dim]")

@@ -4,15 +4,20 @@ An entry answers to, case-insensitively: its file stem ("gemma-3-27b-it"), the s
 trailing "-it" / "-instruct" ("gemma-3-27b"), its HF id (`_model_id`, "google/gemma-3-27b-it") and
 the repo part of that id ("gemma-3-27b-it"). An alias two entries would share is dropped rather
 than resolved arbitrarily.
+
+Nothing is read at import: the entries and the alias table are built on first use, once per
+process (functools.cache), and handed out read-only (a tuple of frozen entries, a mapping proxy).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from hkv.model_specs.errors import SpecNotFoundError
@@ -54,9 +59,10 @@ def catalog_names() -> tuple[str, ...]:
 
 
 @cache
-def _alias_table() -> dict[str, CatalogEntry]:
+def _alias_table() -> Mapping[str, CatalogEntry]:
     owners = Counter(alias for e in catalog_entries() for alias in e.candidate_aliases())
-    return {alias: e for e in catalog_entries() for alias in e.candidate_aliases() if owners[alias] == 1}
+    return MappingProxyType({alias: e for e in catalog_entries() for alias in e.candidate_aliases()
+                             if owners[alias] == 1})
 
 
 def lookup_catalog(query: str) -> CatalogEntry | None:

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hkv.model_specs.catalog import CatalogEntry, close_matches_hint, lookup_catalog
-from hkv.model_specs.checkpoint_bytes import CheckpointBytes
 from hkv.model_specs.errors import SpecNotFoundError
 from hkv.model_specs.from_hf_config import from_hf_config
 from hkv.model_specs.hf_cache import cached_snapshot, hub_cache_dir, looks_like_hf_id
-from hkv.model_specs.hub import HubUnavailable, load_hub_checkpoint
 from hkv.model_specs.json_file import read_json_object
 from hkv.model_specs.model_spec import ModelSpec
-from hkv.model_specs.safetensors_header import checkpoint_tensors
-from hkv.model_specs.tensor_entry import TensorEntry
+
+if TYPE_CHECKING:
+    from hkv.model_specs.tensor_entry import TensorEntry
+
+# The Hub client and the safetensors readers are imported by the branches that read a checkpoint:
+# a catalog name (the common `hkv plan gemma-3-27b`) needs neither, and a cold start pays for each.
 
 _CONFIG_WEIGHTS = "weights computed from the config (no safetensors headers)"
 
@@ -51,6 +54,8 @@ def load_model_spec(arg: str, *, dtype_override: str | None = None) -> ModelSpec
 
 
 def _from_hub(model_id: str, dtype_override: str | None) -> ModelSpec:
+    from hkv.model_specs.hub import HubUnavailable, load_hub_checkpoint
+
     try:
         checkpoint = load_hub_checkpoint(model_id)
     except HubUnavailable as failure:
@@ -104,6 +109,8 @@ def _from_config_file(path: Path, name: str, dtype_override: str | None, *, mode
                       source: str, partial_ok: bool = False) -> ModelSpec:
     """A config file; safetensors shards beside it (same directory) give exact weight bytes
     (`partial_ok`: none when some are missing, as in an HF cache snapshot; an error otherwise)."""
+    from hkv.model_specs.safetensors_header import checkpoint_tensors
+
     spec = from_hf_config(read_json_object(path), name, dtype_override=dtype_override, model_id=model_id,
                           source=source)
     return _with_tensors(spec, checkpoint_tensors(path.parent, partial_ok=partial_ok), "local")
@@ -114,6 +121,8 @@ def _with_tensors(spec: ModelSpec, tensors: tuple[TensorEntry, ...] | None, sour
     without safetensors."""
     if tensors is None:
         return spec
+    from hkv.model_specs.checkpoint_bytes import CheckpointBytes
+
     checkpoint = CheckpointBytes.from_tensors(tensors, spec.num_hidden_layers, source)
     return replace(spec, weights_bytes_exact=checkpoint.total_bytes, checkpoint_bytes=checkpoint)
 

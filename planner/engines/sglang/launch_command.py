@@ -15,7 +15,6 @@ from hkv.planner.engines.sglang.pools import SglangPools
 from hkv.planner.engines.sglang.server_args import SglangServerArgs
 from hkv.planner.errors import DoesNotFitError
 
-LAUNCH_TARGETS = ("sglang",)  # its choice of --emit
 PROGRAM = ("python3", "-m", "sglang.launch_server")
 FLAGS_SGLANG_VERSION = "0.5.23"  # the release whose flag names the command uses
 EAGLE_DRAFT_PLACEHOLDER = "EAGLE_DRAFT_MODEL"

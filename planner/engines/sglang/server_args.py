@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_SGLANG_VERSION = "0.5.23"
+from hkv.planner.engines.sglang.default_release import DEFAULT_SGLANG_VERSION
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8  # what SGLang uses when --swa-full-tokens-ratio is not given (DeepSeek-V4: 0.1)
 
 

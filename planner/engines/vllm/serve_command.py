@@ -20,7 +20,6 @@ from hkv.planner.engines.vllm.serve_env import serve_env
 from hkv.planner.errors import DoesNotFitError, InvalidInputError, LayoutUnavailableError
 from hkv.planner.plan import Plan
 
-SERVE_TARGETS = ("vllm",)  # the choices of --emit
 FLAGS_VLLM_VERSION = "0.33.0"  # the release whose flag names the command uses
 EAGLE_DRAFT_PLACEHOLDER = "EAGLE_DRAFT_MODEL"
 # hkv dtype names -> vLLM's names (ModelDType / MambaDType: auto, float16, bfloat16, float32); fp8 has none.
