@@ -21,11 +21,11 @@ from __future__ import annotations
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.family_sets import DOMYN_EDGE_FAMILIES as DOMYN_EDGE_FAMILIES
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer
 from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList
 from hkv.model_specs.per_layer_attention import per_layer_overrides
 
-DOMYN_EDGE_FAMILIES = ("domynedge", "domyn_edge")  # the fork's DomynEdgeConfig.model_type; vLLM's module name
 _POSITION_TYPES = ("rope", "nope")
 
 

@@ -6,9 +6,9 @@ part of the model. Everything this module had to assume is listed in `ModelSpec.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from hkv.model_specs.architecture_check import check_architecture
 from hkv.model_specs.attention_dims import attention_desc, attention_dims
@@ -17,27 +17,22 @@ from hkv.model_specs.draft_layers import full_attention_drafts
 from hkv.model_specs.dtypes import DEFAULT_DTYPE_BYTES, dtype_bytes
 from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.family_defaults import FAMILY_NOTES, QUIET_DEFAULT_KEYS, defaults_for, family_of
-from hkv.model_specs.compressed_attention import compressed_cache_layers, compressed_draft_layers
-from hkv.model_specs.dory_layers import dory_cache_layers
-from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES, domyn_edge_cache_layers
-from hkv.model_specs.inkling_layers import inkling_cache_layers
+from hkv.model_specs.family_sets import DOMYN_EDGE_FAMILIES, STEP5_FAMILIES
 from hkv.model_specs.indexer_cache import indexer_desc
 from hkv.model_specs.kv_sharing import kv_share_targets
 from hkv.model_specs.layer_classify import classify_layers
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer, RecurrentDesc
 from hkv.model_specs.layer_kinds import SSM_ONLY_FAMILIES, LayerKind
-from hkv.model_specs.mimo_v2_layers import MIMO_V2_FAMILIES, mimo_v2_cache_layers
+from hkv.model_specs.lazy_import import resolve
+from hkv.model_specs.mimo_v2_layers import MIMO_V2_FAMILIES
 from hkv.model_specs.model_spec import ModelSpec
-from hkv.model_specs.nemotron_nas_layers import NEMOTRON_NAS_FAMILY, nemotron_nas_cache_layers
-from hkv.model_specs.padded_latent_layers import padded_latent_draft_layers, padded_latent_layers
+from hkv.model_specs.nemotron_nas_layers import NEMOTRON_NAS_FAMILY
 from hkv.model_specs.param_count import count_params
 from hkv.model_specs.param_breakdown import ParamBreakdown
 from hkv.model_specs.param_breakdown_build import build_breakdown
 from hkv.model_specs.per_layer_attention import apply_override, per_layer_overrides
 from hkv.model_specs.quantized_weights import quantized_weights_bytes
-from hkv.model_specs.recurrent_dims import recurrent_geometry
 from hkv.model_specs.state_dtypes import default_state_dtype_bytes
-from hkv.model_specs.step5_layers import STEP5_FAMILIES, step5_cache_layers, step5_draft_layers
 from hkv.model_specs.vision_tower import vision_tower_of
 
 
@@ -144,24 +139,36 @@ def _mtp_draft_layers(view: ConfigView, layers: tuple[CacheLayer, ...], num_laye
     full-attention layer to copy."""
     num_mtp = next((view.int_value(k) for k in MTP_LAYER_KEYS if view.get(k)), 0)
     if view.family in FAMILY_DRAFT_LAYERS and num_mtp:
-        return FAMILY_DRAFT_LAYERS[view.family](view, num_layers, num_mtp)
+        draft_layers = cast(DraftLayersBuilder, resolve(FAMILY_DRAFT_LAYERS[view.family]))
+        return draft_layers(view, num_layers, num_mtp)
     try:
         return full_attention_drafts(layers, num_layers, num_mtp)
     except InvalidConfigError:
         return ()
 
 
-# Families whose layers cache more than their attention and mixer (Inkling: a conv state per layer).
-FAMILY_CACHE_LAYERS = {"inkling_text": inkling_cache_layers, "deepseek_v4": compressed_cache_layers,
-                       "dots3_note": padded_latent_layers, "dots3_note_text": padded_latent_layers,
-                       "dory": dory_cache_layers, NEMOTRON_NAS_FAMILY: nemotron_nas_cache_layers,
-                       **{family: mimo_v2_cache_layers for family in MIMO_V2_FAMILIES},
-                       **{family: domyn_edge_cache_layers for family in DOMYN_EDGE_FAMILIES},
-                       **{family: step5_cache_layers for family in STEP5_FAMILIES}}
-# Families whose MTP layers are not copies of their first full-attention layer.
-FAMILY_DRAFT_LAYERS = {"deepseek_v4": compressed_draft_layers, "dots3_note": padded_latent_draft_layers,
-                       "dots3_note_text": padded_latent_draft_layers,
-                       **{family: step5_draft_layers for family in STEP5_FAMILIES}}
+CacheLayersBuilder = Callable[[ConfigView, tuple[tuple[LayerKind, ...], ...], int], tuple[CacheLayer, ...]]
+DraftLayersBuilder = Callable[[ConfigView, int, int], tuple[CacheLayer, ...]]
+_M = "hkv.model_specs."
+# Families whose layers cache more than their attention and mixer (Inkling: a conv state per layer):
+# "module:function" of a CacheLayersBuilder, its module imported when planned (lazy_import.py).
+FAMILY_CACHE_LAYERS: dict[str, str] = {
+    "inkling_text": _M + "inkling_layers:inkling_cache_layers",
+    "deepseek_v4": _M + "compressed_attention:compressed_cache_layers",
+    "dots3_note": _M + "padded_latent_layers:padded_latent_layers",
+    "dots3_note_text": _M + "padded_latent_layers:padded_latent_layers",
+    "dory": _M + "dory_layers:dory_cache_layers",
+    NEMOTRON_NAS_FAMILY: _M + "nemotron_nas_layers:nemotron_nas_cache_layers",
+    **{family: _M + "mimo_v2_layers:mimo_v2_cache_layers" for family in MIMO_V2_FAMILIES},
+    **{family: _M + "domyn_edge_layers:domyn_edge_cache_layers" for family in DOMYN_EDGE_FAMILIES},
+    **{family: _M + "step5_layers:step5_cache_layers" for family in STEP5_FAMILIES}}
+# Families whose MTP layers are not copies of their first full-attention layer (a DraftLayersBuilder's
+# "module:function").
+FAMILY_DRAFT_LAYERS: dict[str, str] = {
+    "deepseek_v4": _M + "compressed_attention:compressed_draft_layers",
+    "dots3_note": _M + "padded_latent_layers:padded_latent_draft_layers",
+    "dots3_note_text": _M + "padded_latent_layers:padded_latent_draft_layers",
+    **{family: _M + "step5_layers:step5_draft_layers" for family in STEP5_FAMILIES}}
 
 
 def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],
@@ -169,10 +176,14 @@ def _cache_layers(view: ConfigView, kinds: tuple[tuple[LayerKind, ...], ...],
     """One AttentionDesc / RecurrentDesc per cache-owning module, attention first within a layer
     (families with caches of their own: FAMILY_CACHE_LAYERS)."""
     if view.family in FAMILY_CACHE_LAYERS:
-        return FAMILY_CACHE_LAYERS[view.family](view, kinds, model_dtype)
+        cache_layers = cast(CacheLayersBuilder, resolve(FAMILY_CACHE_LAYERS[view.family]))
+        return cache_layers(view, kinds, model_dtype)
     uses = {kind for layer in kinds for kind in layer}
     dims = attention_dims(view) if uses - {LayerKind.RECURRENT} else None
-    geometry = recurrent_geometry(view) if LayerKind.RECURRENT in uses else None
+    geometry = None
+    if LayerKind.RECURRENT in uses:
+        from hkv.model_specs.recurrent_dims import recurrent_geometry  # hybrid families only (issue 34)
+        geometry = recurrent_geometry(view)
     shared = kv_share_targets(view, kinds)
     overrides = per_layer_overrides(view, kinds) if dims is not None else {}
     layers: list[CacheLayer] = []

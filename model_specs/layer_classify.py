@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from hkv.model_specs import layer_rules as rules
-from hkv.model_specs.compressed_attention import compressed_layer_types
-from hkv.model_specs.config_view import ConfigView
-from hkv.model_specs.dory_layers import dory_layer_types
-from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES, domyn_edge_layer_types
-from hkv.model_specs.errors import InvalidConfigError
-from hkv.model_specs.inkling_layers import inkling_layer_types
-from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList, kinds_from_names
-from hkv.model_specs.step3p7_model import STEP3P7_FAMILIES, step3p7_layer_types
-from hkv.model_specs.step5_layers import STEP5_FAMILIES, step5_layer_types
+from typing import cast
 
-LAYER_RULES: dict[str, rules.LayerRule] = {
+from hkv.model_specs import layer_rules as rules
+from hkv.model_specs.config_view import ConfigView
+from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.family_sets import DOMYN_EDGE_FAMILIES, STEP3P7_FAMILIES, STEP5_FAMILIES
+from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList, kinds_from_names
+from hkv.model_specs.lazy_import import resolve
+
+# A rule, or the "module:function" of one whose family module loads only when planned (lazy_import.py).
+LAYER_RULES: dict[str, rules.LayerRule | str] = {
     "llama": rules.all_full,
     "deepseek_v3": rules.all_full,
     "deepseek_v2": rules.all_full,
@@ -62,8 +61,10 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "lfm3": rules.listed_layer_types,
     "dots3_note": rules.listed_layer_types,  # indexed + sliding MLA: padded_latent_layers.py
     "dots3_note_text": rules.listed_layer_types,
-    "deepseek_v4": compressed_layer_types,  # window + compressed states per layer: compressed_attention.py
-    "inkling_text": inkling_layer_types,  # attention per layer; its conv states: inkling_layers.py
+    # window + compressed states per layer: compressed_attention.py
+    "deepseek_v4": "hkv.model_specs.compressed_attention:compressed_layer_types",
+    # attention per layer; its conv states: inkling_layers.py
+    "inkling_text": "hkv.model_specs.inkling_layers:inkling_layer_types",
     # MiniMax-M3 (vLLM's text backbone, its VL wrapper's text_config, transformers' VL text model):
     # sparse layers refused, naming their index-key cache (layer_rules.minimax_m3_layers)
     **{family: rules.minimax_m3_layers for family in ("minimax_m3_text", "minimax_m3_vl_text")},
@@ -77,13 +78,14 @@ LAYER_RULES: dict[str, rules.LayerRule] = {
     "flint": rules.all_full,  # FlintConfig's default: every layer full
     **{family: rules.muse_spark_layers for family in ("muse_spark", "muse_spark_text")},
     "alice_ai": rules.alice_ai_layers,  # gated full attention + Kimi delta attention per layer_types
-    "dory": dory_layer_types,  # looped: one cache per loop per recurrent layer, dory_layers.py
+    # looped: one cache per loop per recurrent layer, dory_layers.py
+    "dory": "hkv.model_specs.dory_layers:dory_layer_types",
     # sparse layers: K/V + summary cache + CSA tail ring (step5_layers.py)
-    **{family: step5_layer_types for family in STEP5_FAMILIES},
+    **{family: "hkv.model_specs.step5_layers:step5_layer_types" for family in STEP5_FAMILIES},
     # Step-3.5/3.7-Flash: full / sliding per layer_types less its MTP tail (step3p7_model.py)
-    **{family: step3p7_layer_types for family in STEP3P7_FAMILIES},
+    **{family: "hkv.model_specs.step3p7_model:step3p7_layer_types" for family in STEP3P7_FAMILIES},
     # DomynEdge: full or sliding (window + 1) per window_sizes, head size per layer (domyn_edge_layers.py)
-    **{family: domyn_edge_layer_types for family in DOMYN_EDGE_FAMILIES},
+    **{family: "hkv.model_specs.domyn_edge_layers:domyn_edge_layer_types" for family in DOMYN_EDGE_FAMILIES},
 }
 
 # Attributes that mean "not plain full attention" for a model_type without a rule.
@@ -99,6 +101,8 @@ def classify_layers(view: ConfigView) -> tuple[tuple[LayerKind, ...], ...]:
         return kinds_from_names(view, rules.nemotron_layer_types(view))
     num_layers = view.int_value("num_hidden_layers")
     rule = LAYER_RULES.get(view.family, _unknown_family)
+    if isinstance(rule, str):
+        rule = cast(rules.LayerRule, resolve(rule))
     return kinds_from_names(view, rule(view, num_layers))
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import LayerCacheSpec
 from hkv.model_specs.checkpoint_bytes import CheckpointBytes
-from hkv.model_specs.conv_state_cache import ConvStateDesc
+from hkv.model_specs.family_specs import is_conv_state_desc
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer
 from hkv.model_specs.param_breakdown import ParamBreakdown
 from hkv.model_specs.vision_tower import VisionTower
@@ -71,7 +71,7 @@ class ModelSpec:
         """Counts per layer kind, e.g. {"sliding": 52, "full": 10}; shared layers as "shared"."""
         counts: Counter[str] = Counter()
         for layer in self.cache_layers:
-            if isinstance(layer, ConvStateDesc):
+            if is_conv_state_desc(layer):
                 counts["conv_state"] += 1  # Inkling's short-conv streams, cached as a 4-token window
             elif isinstance(layer, AttentionDesc):
                 counts["shared" if layer.kv_shared_with is not None else layer.kind.value] += 1

@@ -13,26 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from hkv.model_specs import param_breakdown_blocks as blk
 from hkv.model_specs.attention_dims import model_head_dim, num_kv_heads, num_query_heads
 from hkv.model_specs.config_view import ConfigView
+from hkv.model_specs.family_sets import STEP3P7_FAMILIES
+from hkv.model_specs.lazy_import import resolve
 from hkv.model_specs.param_breakdown import EMBED_LAYER, HEAD_LAYER, DenseWeight, LinearWeight, ParamBreakdown, Part
 from hkv.model_specs.param_breakdown_blocks import Weights
-from hkv.model_specs.param_breakdown_deepseek_v4 import deepseek_v4_layer, deepseek_v4_mtp, deepseek_v4_rotary
-from hkv.model_specs.param_breakdown_audio import audio_weights
-from hkv.model_specs.param_breakdown_gemma4 import (
-    gemma4_layer,
-    gemma4_model_wide,
-    gemma4_rotary,
-    gemma4_token_buffers,
-)
 from hkv.model_specs.param_breakdown_towers import tower_weights
 from hkv.model_specs.param_count_common import Kinds, is_attention, is_tied, qwen_sparse_layers
-from hkv.model_specs.param_count_mimo_v2 import mimo_v2_layer
-from hkv.model_specs.param_count_minimax_m2 import minimax_m2_layer
-from hkv.model_specs.step3p7_model import STEP3P7_FAMILIES, step3p7_layer
 
 LM: Part = "language_model"
 # Checkpoint prefix of the decoder layers, by architecture of multimodal wrappers (HF names).
@@ -211,7 +202,9 @@ def _qwen3_next(view: ConfigView, kinds: Kinds, i: int, p: str) -> Weights:
     return mixer + ffn + _norms(view, p, i, _TWO_NORMS)
 
 
-LAYER_BUILDERS: dict[str, LayerBuilder] = {
+_M = "hkv.model_specs."
+# A builder, or the "module:function" of one whose module loads only when planned (lazy_import.py).
+LAYER_BUILDERS: dict[str, LayerBuilder | str] = {
     "llama": _llama,
     "mistral": _mistral,
     "qwen2": _qwen2,
@@ -225,11 +218,11 @@ LAYER_BUILDERS: dict[str, LayerBuilder] = {
     "qwen3_next": _qwen3_next,
     "qwen3_5_text": _qwen3_next,
     "qwen3_5_moe_text": _qwen3_next,
-    "deepseek_v4": deepseek_v4_layer,
-    "gemma4_text": gemma4_layer,
-    "minimax_m2": minimax_m2_layer,
-    "mimo_v2_flash": mimo_v2_layer,
-    **{family: step3p7_layer for family in STEP3P7_FAMILIES},
+    "deepseek_v4": _M + "param_breakdown_deepseek_v4:deepseek_v4_layer",
+    "gemma4_text": _M + "param_breakdown_gemma4:gemma4_layer",
+    "minimax_m2": _M + "param_count_minimax_m2:minimax_m2_layer",
+    "mimo_v2_flash": _M + "param_count_mimo_v2:mimo_v2_layer",
+    **{family: _M + "step3p7_model:step3p7_layer" for family in STEP3P7_FAMILIES},
 }
 
 
@@ -334,21 +327,26 @@ def _no_model_wide(view: ConfigView, kinds: Kinds, prefix: str) -> Weights:
     return []
 
 
+ModelWideBuilder = Callable[[ConfigView, Kinds, str], Weights]
+MtpBuilder = Callable[[ConfigView, Kinds, LayerBuilder], Weights]
+RotaryBuilder = Callable[[ConfigView], tuple[DenseWeight, ...]]
+TokenBufferBuilder = Callable[[ConfigView, Kinds], tuple[DenseWeight, ...]]
+# The tables below name each family's builder "module:function" (lazy_import.py).
 # Families with model-wide weights beyond embeddings / norm / lm_head (Gemma 4's per-layer inputs).
-MODEL_WIDE_BUILDERS: dict[str, Callable[[ConfigView, Kinds, str], Weights]] = {"gemma4_text": gemma4_model_wide}
+MODEL_WIDE_BUILDERS: dict[str, str] = {"gemma4_text": _M + "param_breakdown_gemma4:gemma4_model_wide"}
 # Families whose MTP block or rotary caches are their own (default: _mtp, _rotary_buffer).
-MTP_BUILDERS: dict[str, Callable[[ConfigView, Kinds, LayerBuilder], Weights]] = {"deepseek_v4": deepseek_v4_mtp}
-ROTARY_BUILDERS: dict[str, Callable[[ConfigView], tuple[DenseWeight, ...]]] = {
-    "deepseek_v4": deepseek_v4_rotary,
-    "gemma4_text": gemma4_rotary,
+MTP_BUILDERS: dict[str, str] = {"deepseek_v4": _M + "param_breakdown_deepseek_v4:deepseek_v4_mtp"}
+ROTARY_BUILDERS: dict[str, str] = {
+    "deepseek_v4": _M + "param_breakdown_deepseek_v4:deepseek_v4_rotary",
+    "gemma4_text": _M + "param_breakdown_gemma4:gemma4_rotary",
 }
 def _no_token_buffers(view: ConfigView, kinds: Kinds) -> tuple[DenseWeight, ...]:
     return ()
 
 
 # Families allocating buffers per scheduled token while loading (numel per token).
-TOKEN_BUFFER_BUILDERS: dict[str, Callable[[ConfigView, Kinds], tuple[DenseWeight, ...]]] = {
-    "gemma4_text": gemma4_token_buffers,
+TOKEN_BUFFER_BUILDERS: dict[str, str] = {
+    "gemma4_text": _M + "param_breakdown_gemma4:gemma4_token_buffers",
 }
 
 
@@ -357,22 +355,33 @@ def build_breakdown(
 ) -> ParamBreakdown:
     """The breakdown of the model `view` describes (its language model's analytic count `num_params`)."""
     prefix = _layer_prefix(architectures)
-    builder = LAYER_BUILDERS.get(view.family)
+    family = view.family
+    entry = LAYER_BUILDERS.get(family)
+    builder = cast(LayerBuilder, resolve(entry)) if isinstance(entry, str) else entry
     if builder is None:
         weights = _stand_in(view, kinds, num_params, prefix)
     else:
         weights = _embeddings(view, prefix)
         for i in range(len(kinds)):
             weights += builder(view, kinds, i, f"{prefix}{i}.")
-        weights += MODEL_WIDE_BUILDERS.get(view.family, _no_model_wide)(view, kinds, prefix)
-        weights += MTP_BUILDERS.get(view.family, _mtp)(view, kinds, builder)
+        model_wide = cast(ModelWideBuilder, resolve(MODEL_WIDE_BUILDERS[family])) \
+            if family in MODEL_WIDE_BUILDERS else _no_model_wide
+        weights += model_wide(view, kinds, prefix)
+        mtp = cast(MtpBuilder, resolve(MTP_BUILDERS[family])) if family in MTP_BUILDERS else _mtp
+        weights += mtp(view, kinds, builder)
     weights += tower_weights(config, view.int_value("hidden_size"))
-    weights += audio_weights(config, view.int_value("hidden_size"))
+    if isinstance(config.get("audio_config"), Mapping):  # audio_weights is [] without one
+        from hkv.model_specs.param_breakdown_audio import audio_weights  # issue 34: cold start
+        weights += audio_weights(config, view.int_value("hidden_size"))
+    rotary = cast(RotaryBuilder, resolve(ROTARY_BUILDERS[family])) \
+        if family in ROTARY_BUILDERS else _rotary_buffer
+    token_buffers = cast(TokenBufferBuilder, resolve(TOKEN_BUFFER_BUILDERS[family])) \
+        if family in TOKEN_BUFFER_BUILDERS else _no_token_buffers
     return ParamBreakdown(
         linears=tuple(w for w in weights if isinstance(w, LinearWeight)),
         dense=tuple(w for w in weights if isinstance(w, DenseWeight) and w.numel),
-        buffers=ROTARY_BUILDERS.get(view.family, _rotary_buffer)(view),
-        token_buffers=TOKEN_BUFFER_BUILDERS.get(view.family, _no_token_buffers)(view, kinds),
+        buffers=rotary(view),
+        token_buffers=token_buffers(view, kinds),
         num_layers=len(kinds),
         exact=builder is not None,
     )

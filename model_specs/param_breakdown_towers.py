@@ -21,7 +21,6 @@ from typing import Any
 
 from hkv.model_specs.param_breakdown import DenseWeight, LinearWeight, Part
 from hkv.model_specs.param_breakdown_blocks import Weights
-from hkv.model_specs.param_breakdown_gemma4 import gemma4_vision
 
 V: Part = "vision"
 
@@ -155,6 +154,11 @@ def _pixtral(vc: Mapping[str, Any], cfg: Mapping[str, Any], text_hidden: int) ->
     return out
 
 
+def _gemma4_vision(vc: Mapping[str, Any], cfg: Mapping[str, Any], text_hidden: int) -> Weights:
+    from hkv.model_specs.param_breakdown_gemma4 import gemma4_vision  # Gemma 4 only (issue 34: cold start)
+    return gemma4_vision(vc, cfg, text_hidden)
+
+
 TowerBuilder = Callable[[Mapping[str, Any], Mapping[str, Any], int], Weights]
 # vision_config model_type (or the wrapper's) -> builder
 TOWER_BUILDERS: dict[str, TowerBuilder] = {
@@ -170,8 +174,8 @@ TOWER_BUILDERS: dict[str, TowerBuilder] = {
     "gemma3": _siglip,
     "pixtral": _pixtral,
     "mistral3": _pixtral,
-    "gemma4_vision": gemma4_vision,
-    "gemma4": gemma4_vision,
+    "gemma4_vision": _gemma4_vision,
+    "gemma4": _gemma4_vision,
 }
 
 

@@ -12,36 +12,20 @@ Other families get a Llama-shaped estimate and a note.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from hkv.model_specs import param_count_attention as attn
 from hkv.model_specs import param_count_classic as classic
-from hkv.model_specs import param_count_hybrid as hybrid
-from hkv.model_specs import param_count_lfm as lfm
-from hkv.model_specs import param_count_ssm as ssm
 from hkv.model_specs.config_view import ConfigView
-from hkv.model_specs.domyn_edge_layers import DOMYN_EDGE_FAMILIES
-from hkv.model_specs.param_count_alice_ai import alice_ai
-from hkv.model_specs.param_count_beam import beam
+from hkv.model_specs.family_sets import DOMYN_EDGE_FAMILIES, STEP3P7_FAMILIES
+from hkv.model_specs.lazy_import import resolve
 from hkv.model_specs.param_count_common import Kinds
-from hkv.model_specs.param_count_compressed import deepseek_v4
-from hkv.model_specs.param_count_domyn_edge import domyn_edge
-from hkv.model_specs.param_count_dory import dory
-from hkv.model_specs.param_count_dots3 import dots3
-from hkv.model_specs.param_count_dsa import dsa
-from hkv.model_specs.param_count_flint import flint
-from hkv.model_specs.param_count_gemma3n import gemma3n
-from hkv.model_specs.param_count_gemma4 import gemma4
-from hkv.model_specs.param_count_inkling import inkling
-from hkv.model_specs.param_count_mimo_v2 import mimo_v2
-from hkv.model_specs.param_count_minimax_m2 import minimax_m2
-from hkv.model_specs.param_count_minimax_m3 import minimax_m3
-from hkv.model_specs.param_count_muse_spark import muse_spark
-from hkv.model_specs.param_count_nemotron_nas import nemotron_nas
-from hkv.model_specs.step3p7_model import STEP3P7_FAMILIES, step3p7
 
 ParamCounter = Callable[[ConfigView, Kinds], int]
 
-PARAM_COUNTERS: dict[str, ParamCounter] = {
+_M = "hkv.model_specs."
+# A counter, or the "module:function" of one whose module loads only when planned (lazy_import.py).
+PARAM_COUNTERS: dict[str, ParamCounter | str] = {
     "llama": attn.llama,
     "mistral": attn.mistral,
     "qwen3": attn.qwen3,
@@ -57,46 +41,53 @@ PARAM_COUNTERS: dict[str, ParamCounter] = {
     "deepseek_v2": attn.deepseek_v3,  # same MLA + first-k-dense MoE layout
     "glm4_moe": attn.glm4_moe,
     "glm4_moe_lite": attn.deepseek_v3,  # DeepSeek-V3's MLA + first-k-dense MoE decoder
-    "deepseek_v4": deepseek_v4,  # compressed attention + mHC (param_count_compressed.py)
-    "deepseek_v32": dsa,  # DeepSeek-V3's decoder + the DSA lightning indexers
-    "glm_moe_dsa": dsa,
+    "deepseek_v4": _M + "param_count_compressed:deepseek_v4",  # compressed attention + mHC
+    "deepseek_v32": _M + "param_count_dsa:dsa",  # DeepSeek-V3's decoder + the DSA lightning indexers
+    "glm_moe_dsa": _M + "param_count_dsa:dsa",
     "sarvam_mla": attn.deepseek_v3,  # transformers builds it as DeepseekV3ForCausalLM
     "axk1": attn.axk1,
     "minicpm3": attn.minicpm3,
-    "olmo_hybrid": hybrid.olmo_hybrid,
-    "qwen4_exp_text": hybrid.qwen4_exp,
-    "lara_mini": hybrid.lara_mini,
-    "gemma3n_text": gemma3n,
-    "gemma4_text": gemma4,
-    "bamba": hybrid.bamba,
-    "granitemoehybrid": hybrid.granitemoehybrid,
-    "falcon_h1": hybrid.falcon_h1,
-    "nemotron_h": hybrid.nemotron_h,
-    "nemotron-nas": nemotron_nas,  # attention / MLP per block_configs (param_count_nemotron_nas.py)
-    "jamba": hybrid.jamba,
-    "qwen3_next": hybrid.qwen3_next,
-    "qwen3_5_text": hybrid.qwen3_next,  # the same decoder: gated delta net + gated attention
-    "qwen3_5_moe_text": hybrid.qwen3_next,
-    "minimax": hybrid.minimax,
-    "minimax_m3_text": minimax_m3,  # GQA + MiniMax-M3 indexers, dense/MoE MLPs (param_count_minimax_m3.py)
-    "minimax_m3_vl_text": minimax_m3,
-    "minimax_m2": minimax_m2,  # GQA + per-layer q/k norms, MoE on every layer (param_count_minimax_m2.py)
-    "mimo_v2_flash": mimo_v2,  # sliding / full geometry, SWA sinks, MoE per moe_layer_freq (param_count_mimo_v2.py)
-    **{family: step3p7 for family in STEP3P7_FAMILIES},  # 64/96-head GQA + g_proj, MoE + shared expert (step3p7_model.py)
-    "kimi_linear": hybrid.kimi_linear,
-    "beam": beam,  # gated GQA + MoE / dense per mlp_layer_types (param_count_beam.py)
-    "flint": flint,  # GQA + sinks, MoE + shared expert unless mlp_only_layers (param_count_flint.py)
-    **{family: domyn_edge for family in DOMYN_EDGE_FAMILIES},  # head size per layer (param_count_domyn_edge.py)
-    "dory": dory,  # one attention or MLP sublayer per layer, nGPT scales (param_count_dory.py)
-    "alice_ai": alice_ai,  # KDA / gated full attention, MoE + shared expert, AttnRes (param_count_alice_ai.py)
-    **{family: dots3 for family in ("dots3_note", "dots3_note_text")},  # DSA + sliding MLA (param_count_dots3.py)
-    **{family: muse_spark for family in ("muse_spark", "muse_spark_text")},  # pooled MoE (param_count_muse_spark.py)
-    "mamba2": ssm.mamba2,
-    "mamba": ssm.mamba1,
-    "falcon_mamba": ssm.mamba1,
-    "lfm2": lfm.lfm2,
-    "lfm2_moe": lfm.lfm2_moe,
-    "inkling_text": inkling,  # routed + shared experts, r_proj, short convs (param_count_inkling.py)
+    "olmo_hybrid": _M + "param_count_hybrid:olmo_hybrid",
+    "qwen4_exp_text": _M + "param_count_hybrid:qwen4_exp",
+    "lara_mini": _M + "param_count_hybrid:lara_mini",
+    "gemma3n_text": _M + "param_count_gemma3n:gemma3n",
+    "gemma4_text": _M + "param_count_gemma4:gemma4",
+    "bamba": _M + "param_count_hybrid:bamba",
+    "granitemoehybrid": _M + "param_count_hybrid:granitemoehybrid",
+    "falcon_h1": _M + "param_count_hybrid:falcon_h1",
+    "nemotron_h": _M + "param_count_hybrid:nemotron_h",
+    "nemotron-nas": _M + "param_count_nemotron_nas:nemotron_nas",  # attention / MLP per block_configs
+    "jamba": _M + "param_count_hybrid:jamba",
+    "qwen3_next": _M + "param_count_hybrid:qwen3_next",
+    # the same decoder: gated delta net + gated attention
+    "qwen3_5_text": _M + "param_count_hybrid:qwen3_next",
+    "qwen3_5_moe_text": _M + "param_count_hybrid:qwen3_next",
+    "minimax": _M + "param_count_hybrid:minimax",
+    "minimax_m3_text": _M + "param_count_minimax_m3:minimax_m3",  # GQA + MiniMax-M3 indexers, dense/MoE MLPs
+    "minimax_m3_vl_text": _M + "param_count_minimax_m3:minimax_m3",
+    "minimax_m2": _M + "param_count_minimax_m2:minimax_m2",  # GQA + per-layer q/k norms, MoE on every layer
+    # sliding / full geometry, SWA sinks, MoE per moe_layer_freq
+    "mimo_v2_flash": _M + "param_count_mimo_v2:mimo_v2",
+    # 64/96-head GQA + g_proj, MoE + shared expert
+    **{family: _M + "step3p7_model:step3p7" for family in STEP3P7_FAMILIES},
+    "kimi_linear": _M + "param_count_hybrid:kimi_linear",
+    "beam": _M + "param_count_beam:beam",  # gated GQA + MoE / dense per mlp_layer_types
+    "flint": _M + "param_count_flint:flint",  # GQA + sinks, MoE + shared expert unless mlp_only_layers
+    # head size per layer
+    **{family: _M + "param_count_domyn_edge:domyn_edge" for family in DOMYN_EDGE_FAMILIES},
+    "dory": _M + "param_count_dory:dory",  # one attention or MLP sublayer per layer, nGPT scales
+    # KDA / gated full attention, MoE + shared expert, AttnRes
+    "alice_ai": _M + "param_count_alice_ai:alice_ai",
+    # DSA + sliding MLA
+    **{family: _M + "param_count_dots3:dots3" for family in ("dots3_note", "dots3_note_text")},
+    # pooled MoE
+    **{family: _M + "param_count_muse_spark:muse_spark" for family in ("muse_spark", "muse_spark_text")},
+    "mamba2": _M + "param_count_ssm:mamba2",
+    "mamba": _M + "param_count_ssm:mamba1",
+    "falcon_mamba": _M + "param_count_ssm:mamba1",
+    "lfm2": _M + "param_count_lfm:lfm2",
+    "lfm2_moe": _M + "param_count_lfm:lfm2_moe",
+    "inkling_text": _M + "param_count_inkling:inkling",  # routed + shared experts, r_proj, short convs
     **classic.COUNTERS,  # GPT-2, GPT-J, BLOOM, Falcon, OPT, MPT, StarCoder2, DBRX, LongCat-Flash
 }
 
@@ -107,6 +98,8 @@ def count_params(view: ConfigView, kinds: Kinds) -> int:
         view.note(f"num_params of model_type {view.family!r} is a Llama-shaped estimate "
                   "(attention + gated MLP per layer), not an exact count")
         counter = attn.llama
+    elif isinstance(counter, str):
+        counter = cast(ParamCounter, resolve(counter))
     mtp_layers = view.get("num_nextn_predict_layers") or 0
     if mtp_layers:
         view.note(f"num_params excludes {mtp_layers} multi-token-prediction layer(s) "

@@ -29,12 +29,12 @@ from typing import Any
 from hkv.model_specs import param_breakdown_blocks as blk
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.family_sets import STEP3P7_FAMILIES as STEP3P7_FAMILIES
 from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList
 from hkv.model_specs.param_breakdown import LinearWeight, Part
 from hkv.model_specs.param_breakdown_blocks import Weights, weights_numel
 from hkv.model_specs.param_count_common import Kinds, decoder_total, hidden
 
-STEP3P7_FAMILIES = ("step3p5", "step3p7")
 LM: Part = "language_model"
 _KINDS = ("full_attention", "sliding_attention")
 

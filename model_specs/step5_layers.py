@@ -45,10 +45,10 @@ from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
 from hkv.model_specs.config_view import ConfigView
 from hkv.model_specs.errors import InvalidConfigError
+from hkv.model_specs.family_sets import STEP5_FAMILIES as STEP5_FAMILIES
 from hkv.model_specs.layer_desc import AttentionDesc, CacheLayer
 from hkv.model_specs.layer_kinds import LayerKind, LayerTypeList
 
-STEP5_FAMILIES = frozenset({"step5", "step5_vl"})
 SUMMARY_STATE_BYTES = 256  # one fp8 region summary: 1 head x 256 uint8 (sparse_summary_cache.py l.147-154)
 REGION_LEN = 8  # tokens per summary (tokens_per_state); sparse_config.region_block_size must be 8
 RING_ROW_BYTES = 1024  # one bf16 [index_k | index_z] row: 2 x 256 x 2 B (csa_tail_ring.py l.23-25)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from math import lcm
 
-from hkv.model_specs.step5_layers import CircularBufferCacheSpec, SparseKVCacheSpec
+from hkv.model_specs.family_specs import is_circular_buffer_spec, is_sparse_kv_spec
 from hkv.planner.layout import Pool, cdiv
 from hkv.planner.paged_layer import PagedLayer
 from hkv.planner.pool_sizing import bytes_per_block_by_stage
@@ -20,7 +20,7 @@ from hkv.planner.pool_sizing import bytes_per_block_by_stage
 
 def _alignment_bytes(layer: PagedLayer) -> int:
     spec = layer.spec
-    if isinstance(spec, (SparseKVCacheSpec, CircularBufferCacheSpec)):
+    if is_sparse_kv_spec(spec) or is_circular_buffer_spec(spec):
         return spec.block_stride_alignment_bytes(layer.block_size)
     return 1
 

@@ -33,27 +33,31 @@ concurrency = num_blocks / their sum and vLLM's "GPU KV cache size" = int(concur
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind
-from hkv.model_specs.compressed_attention import CompressedCacheSpec
+from hkv.model_specs.family_specs import is_circular_buffer_spec, is_compressed_spec, is_summary_spec
 from hkv.model_specs.model_spec import ModelSpec
-from hkv.model_specs.step5_layers import CircularBufferCacheSpec, SummaryCacheSpec
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.layout import cdiv
 from hkv.planner.paged_layer import PagedLayer
+
+if TYPE_CHECKING:
+    from hkv.model_specs.compressed_attention import CompressedCacheSpec
 
 DSV4_BLOCK_LEN = 256  # DeepseekV4IndexerBackend.get_supported_kernel_block_sizes: [256], the cache block
 NO_OPTIONS = CacheOptions()  # a padded latent's kind and type do not depend on the options
 DSV4_BACKENDS = "FLASHMLA_SPARSE_DSV4 + DEEPSEEK_SPARSE_SWA + DEEPSEEK_V4_INDEXER"
 # Specs only models whose backends declare block-outermost layouts have (DEEPSEEK_V4_INDEXER, dots3's,
 # STEP5_DSA: BLNHC): their presence sends grouping down the packed path.
-BLOCK_OUTERMOST_SPECS = (CompressedCacheSpec, SummaryCacheSpec, CircularBufferCacheSpec)
+# (family_specs.py's tests: the classes' modules load only with their models)
+BLOCK_OUTERMOST_SPECS = (is_compressed_spec, is_summary_spec, is_circular_buffer_spec)
 
 
 def _specs(model: ModelSpec) -> list[CompressedCacheSpec]:
     return [spec for layer in model.cache_layers
-            if isinstance(spec := layer.cache_spec(NO_OPTIONS), CompressedCacheSpec)]
+            if is_compressed_spec(spec := layer.cache_spec(NO_OPTIONS))]
 
 
 def has_compressed_cache(model: ModelSpec) -> bool:
@@ -132,7 +136,7 @@ def packed_paged_groups(layers: list[PagedLayer]) -> list[list[PagedLayer]] | No
     """vLLM's packed grouping (module docstring), or None without a cache whose backend declares
     block-outermost layouts (DeepSeek-V4; dots3, model_specs/padded_latent_layers.py; Step5's sparse
     layers, model_specs/step5_layers.py)."""
-    if not any(isinstance(layer.spec, BLOCK_OUTERMOST_SPECS) for layer in layers):
+    if not any(is_spec(layer.spec) for layer in layers for is_spec in BLOCK_OUTERMOST_SPECS):
         return None
     buckets = _buckets(layers)
     balanced = [_is_balanced(b) for b in buckets]

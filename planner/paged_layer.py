@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, LayerCacheSpec
-from hkv.model_specs.compressed_attention import CompressedCacheSpec
-from hkv.model_specs.conv_state_cache import ConvStateCacheSpec
+from hkv.model_specs.family_specs import is_compressed_spec, is_conv_state_spec
 from hkv.model_specs.layer_desc import CacheLayer
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.cache_options import CacheOptions
@@ -49,7 +48,7 @@ def attention_page_layers(entries: list[tuple[CacheLayer, LayerCacheSpec]], bloc
         if promote_local:
             spec = spec.as_full()
         size = block_size
-        if isinstance(spec, (ConvStateCacheSpec, CompressedCacheSpec)) and spec.block_len is not None:
+        if (is_conv_state_spec(spec) or is_compressed_spec(spec)) and spec.block_len is not None:
             size = spec.block_len
         layers.append(PagedLayer(layer.name, layer.layer_idx, spec, size, spec.page_size_bytes(size)))
     return layers
@@ -63,7 +62,7 @@ def unify_page_sizes(layers: list[PagedLayer]) -> list[PagedLayer]:
     """
     if not layers:
         return layers
-    if any(isinstance(layer.spec, CompressedCacheSpec) for layer in layers):
+    if any(is_compressed_spec(layer.spec) for layer in layers):
         raise LayoutUnavailableError("DeepSeek-V4's and dots3's caches pack pages of many sizes side by side in "
                                      "one block (vLLM's block-outermost packing); hkv models that for the vllm "
                                      "and hkv layouts only", fields=("layout",))

@@ -9,12 +9,7 @@
 
 from __future__ import annotations
 
-from hkv.model_specs.step5_layers import (
-    REGION_LEN,
-    CircularBufferCacheSpec,
-    SparseKVCacheSpec,
-    SummaryCacheSpec,
-)
+from hkv.model_specs.family_specs import is_circular_buffer_spec, is_sparse_kv_spec, is_summary_spec
 from hkv.planner.budget.gpu_table import get_gpu
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
 from hkv.planner.paged_layer import PagedLayer
@@ -25,7 +20,7 @@ STEP5_DSA_CAPABILITIES = ((9, 0), (10, 0), (10, 3))
 def check_step5_gpu(layers: list[PagedLayer], gpu: str | None, cpu_engine: bool) -> None:
     """Raises LayoutUnavailableError where vLLM cannot run Step5's DSA layers: on `gpu` (a GPU table
     name) of another compute capability, or on its CPU platform (no device capability at all)."""
-    if not any(isinstance(layer.spec, SparseKVCacheSpec) for layer in layers) or (gpu is None and not cpu_engine):
+    if not any(is_sparse_kv_spec(layer.spec) for layer in layers) or (gpu is None and not cpu_engine):
         return
     capability = None if cpu_engine or gpu is None else get_gpu(gpu).compute_capability
     if capability not in STEP5_DSA_CAPABILITIES:
@@ -39,11 +34,13 @@ def check_step5_pages(layers: list[PagedLayer]) -> None:
     """Raises InvalidInputError where vLLM 0.33 refuses Step5's pages at this block size."""
     for layer in layers:
         spec = layer.spec
-        if isinstance(spec, SummaryCacheSpec) and layer.block_size % REGION_LEN:
-            raise InvalidInputError(f"block_size {layer.block_size}: Step5's KV blocks must hold whole "
-                                    f"{REGION_LEN}-token regions; pass a multiple of {REGION_LEN}",
-                                    fields=("block_size",))
-        if isinstance(spec, CircularBufferCacheSpec):
+        if is_summary_spec(spec):
+            from hkv.model_specs.step5_layers import REGION_LEN  # loaded: spec is one of its classes
+            if layer.block_size % REGION_LEN:
+                raise InvalidInputError(f"block_size {layer.block_size}: Step5's KV blocks must hold whole "
+                                        f"{REGION_LEN}-token regions; pass a multiple of {REGION_LEN}",
+                                        fields=("block_size",))
+        if is_circular_buffer_spec(spec):
             page = layer.page_size_bytes
             if page % spec.row_bytes or spec.capacity_rows(layer.block_size) < spec.required_rows:
                 raise InvalidInputError(

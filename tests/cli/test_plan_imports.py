@@ -63,6 +63,36 @@ def test_sglang_and_calibration_wait_for_their_options() -> None:
                             "hkv.planner.engines.vllm.log")) == []
 
 
+# Family-specific modules, and quantization formats, a dense unquantized model never needs: the
+# dispatch tables name them "module:function" (model_specs/lazy_import.py) and the planner tests
+# their classes without importing them (model_specs/family_specs.py).
+OTHER_FAMILIES = ("hkv.model_specs.step5_layers", "hkv.model_specs.compressed_attention",
+                  "hkv.model_specs.conv_state_cache", "hkv.model_specs.recurrent_dims",
+                  "hkv.model_specs.step3p7_model", "hkv.model_specs.inkling_layers",
+                  "hkv.model_specs.dory_layers", "hkv.model_specs.domyn_edge_layers",
+                  "hkv.model_specs.padded_latent_layers", "hkv.model_specs.param_count_hybrid",
+                  "hkv.model_specs.param_count_gemma4", "hkv.model_specs.param_breakdown_gemma4",
+                  "hkv.model_specs.param_breakdown_deepseek_v4", "hkv.model_specs.param_breakdown_audio")
+QUANT_FORMATS = tuple(f"hkv.planner.budget.quantization.{name}" for name in (
+    "awq", "gptq", "auto_round", "bitsandbytes", "compressed_tensors", "deepseek_v4_fp8", "fp8",
+    "modelopt", "mxfp4"))
+
+
+def test_a_dense_model_loads_no_other_family_or_quantization_format() -> None:
+    _, modules = imported_by("plan", "llama-3.1-8b-instruct", "--gpu", "h100", "--format", "json")
+    assert loaded(modules, OTHER_FAMILIES) == []
+    assert loaded(modules, QUANT_FORMATS) == []
+
+
+def test_a_family_module_loads_when_its_model_is_planned() -> None:
+    """The other side: the lazy tables still reach a family's code (a hybrid and an MXFP4 model)."""
+    _, modules = imported_by("plan", "gpt-oss-20b", "--gpu", "h100", "--format", "json")
+    assert loaded(modules, ("hkv.planner.budget.quantization.mxfp4",)) != []
+    _, modules = imported_by("plan", "qwen3-next-80b-a3b", "--gpu", "h100", "--format", "json")
+    assert loaded(modules, ("hkv.model_specs.recurrent_dims", "hkv.model_specs.param_count_hybrid")) == [
+        "hkv.model_specs.param_count_hybrid", "hkv.model_specs.recurrent_dims"]
+
+
 def test_the_help_still_lists_every_command_in_order() -> None:
     result = subprocess.run([sys.executable, "-m", "hkv.cli", "--help"], capture_output=True, text=True,
                             timeout=120)
