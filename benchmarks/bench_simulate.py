@@ -47,6 +47,9 @@ REPO = Path(__file__).resolve().parents[1]
 REPLAY = Path(__file__).resolve().parent / "simulate_speed" / "replay.py"
 SPEED_MODELS = (("qwen3-next-80b-a3b", 4), ("gemma-3-27b", 2))
 MAX_NUM_SEQS = 256  # as simulate_speed/replay.py
+# Printed before -> after when two builds' outcomes differ: hkv's own layouts may change
+# representation (lanes) but not lose on these.
+OUTCOME_SIDE_BY_SIDE = ("num_hit_tokens", "num_preemptions", "simulated_s", "num_steps", "num_evictions")
 
 
 def run_replay(pythonpath: Path | None, model: str, tp: int, layout: str, workload: str,
@@ -74,6 +77,10 @@ def speed_row(baseline: BaselineTree, candidate: BaselineTree | None, model: str
     same = "same outcome" if before["outcome"] == after["outcome"] else "outcome differs"
     print(f"  {model:<20} {layout:<15} {label:<22} {before['requests_per_s']:8.0f} {after['requests_per_s']:8.0f} "
           f"{ratio:6.2f}x  {before['wall_s']:7.1f} s -> {after['wall_s']:6.1f} s  {same}", flush=True)
+    if before["outcome"] != after["outcome"]:  # what a layout may not lose on, side by side
+        for field in OUTCOME_SIDE_BY_SIDE:
+            print(f"  {'':<20} {'':<15} {field:<22} {before['outcome'][field]!s:>17} -> {after['outcome'][field]!s}",
+                  flush=True)
 
 
 def speed(baseline_commit: str, candidate_commit: str | None, trace_limit: int, num_requests: int,

@@ -11,11 +11,12 @@ import importlib
 import importlib.machinery
 
 # The block pool, the managers, the coordinator, the scheduler, the simulator loop and the
-# metrics it records per step: the modules every simulated step goes through.
-# Names are relative to hkv.runtime.
+# metrics it records per step: the modules every simulated step goes through. The lane pool
+# too: it subclasses BlockPool and FreeBlockQueue, and an interpreted class cannot subclass a
+# compiled one. Names are relative to hkv.runtime.
 COMPILED_MODULES = (
     "request",
-    "kv_cache.free_block_queue", "kv_cache.block_pool", "kv_cache.block_hash",
+    "kv_cache.free_block_queue", "kv_cache.block_pool", "kv_cache.lane_pool", "kv_cache.block_hash",
     "kv_cache.hit_point_counter", "kv_cache.kind_manager", "kv_cache.full_attention_manager",
     "kv_cache.sliding_window_manager", "kv_cache.chunked_local_manager",
     "kv_cache.recurrent_state_manager", "kv_cache.circular_buffer_manager", "kv_cache.kv_cache_coordinator",

@@ -72,6 +72,11 @@ class BlockPool:
         (reserved blocks count: a reservation only orders evictions)."""
         return len(self._queue) - self._queue.num_protected
 
+    def num_blocks_of(self, block_ids: Sequence[int]) -> int:
+        """Physical blocks the given (distinct, non-null) block ids stand for: one each here
+        (LanePool's entries stand for several)."""
+        return len(block_ids)
+
     def free_segments(self) -> dict[FreeSegment, list[int]]:
         """The free and cached-free block ids of each segment of the free queue, segments and
         blocks in the order allocations take them (see FreeBlockQueue). Copies; O(num_blocks):

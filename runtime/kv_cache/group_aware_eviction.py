@@ -75,7 +75,7 @@ class GroupAwareEviction(Eviction):
     def __init__(self, coordinator: KVCacheCoordinator, config: CacheConfig) -> None:
         self.coordinator = coordinator
         self.enable_caching = config.enable_caching
-        self._managers_of_pool = coordinator.managers_of_pool
+        self._managers_of_pool = coordinator.holders_of_pool  # a lane's table once
         # A live hit point holds at least one cached block: no more of them than blocks.
         num_blocks = sum(pool.num_usable_blocks for pool in coordinator.pool_list)
         self._hit_points = HitPointCounter(max(1, num_blocks))
@@ -146,7 +146,7 @@ class GroupAwareEviction(Eviction):
         for hit in hits:
             per_pool = [[b for b in blocks if b not in seen]
                         for blocks, seen in zip(self._free_hit_blocks(hit), taken, strict=True)]
-            totals = [t + len(p) for t, p in zip(totals, per_pool, strict=True)]
+            totals = [t + pool.num_blocks_of(p) for t, p, pool in zip(totals, per_pool, pools, strict=True)]
             if reserved and any(t > limit for t, limit in zip(totals, limits, strict=True)):
                 break
             reserved.append(per_pool)
@@ -164,7 +164,7 @@ class GroupAwareEviction(Eviction):
         pools = self.coordinator.pool_list
         for hit in hits:
             per_pool = self._free_hit_blocks(hit)
-            if any(pool.num_reserved_blocks + len(blocks) > pool.num_usable_blocks * RESERVED_SHARE
+            if any(pool.num_reserved_blocks + pool.num_blocks_of(blocks) > pool.num_usable_blocks * RESERVED_SHARE
                    for pool, blocks in zip(pools, per_pool, strict=True)):
                 continue
             for pool, blocks in zip(pools, per_pool, strict=True):
@@ -194,7 +194,8 @@ class GroupAwareEviction(Eviction):
     def _unprotect(self, rb: RequestBlocks) -> None:
         """The request stops: the blocks it protected age like everything else, except those
         that were since evicted and protected again by another request (still that one's)."""
-        for m, owner in zip(self.coordinator.managers, rb.protected_block_ids, strict=True):
+        for m in self.coordinator.holders:
+            owner = rb.protected_block_ids[m.group_id]
             if owner:
                 protected_by = self._protected_by[m.pool.pool_id]
                 m.pool.unprotect([b for b in owner if protected_by[b] is owner])

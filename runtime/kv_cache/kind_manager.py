@@ -13,7 +13,9 @@ blocks [num_skipped_blocks(p), p // block_size) to be cached in this group.
 Request lifecycle calls act for a whole `batch`: consecutive groups with the same rules and pool
 (Gemma-3's sliding groups), whose tables always have the same length, skipped and cached
 prefixes. The coordinator calls them on each batch's first manager; a group alone is a batch of
-one. They treat the groups in group order, as separate calls would.
+one. They treat the groups in group order, as separate calls would. A batch held as a lane
+(`lane`, see lanes.py) has one table shared by its groups and one pool entry per position: the
+calls then act on that table and entry once, and only the per-group counters are kept per group.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class KindManager:
         self.config = config
         self.batch: list[KindManager] = [self]  # set by the coordinator on a batch's first manager
         self.gids = [group_id]
+        self.lane = False  # set by the coordinator on the lead of a batch held as a lane
 
     # ---- kind rules -------------------------------------------------------------------------
 
@@ -147,6 +150,10 @@ class KindManager:
         num_new = cdiv(num_tokens, self.block_size) - len(tables[self.group_id])
         if num_new <= 0:
             return [[] for _ in self.gids]
+        if self.lane:  # one table, one entry per position for the whole batch
+            entries = self.pool.allocate(num_new, self.group_id)
+            tables[self.group_id].extend(entries)
+            return [entries] * len(self.gids)
         new_blocks = self.pool.allocate_groups(num_new, self.gids)
         for gid, blocks in zip(self.gids, new_blocks, strict=True):
             tables[gid].extend(blocks)
@@ -163,6 +170,17 @@ class KindManager:
             return
         nulls = [NULL_BLOCK_ID] * (stop - start)
         release_early, pool = self.eviction.release_early, self.pool
+        if self.lane:  # the batch's one table and entries, released once
+            blocks = rb.block_ids[gid0]
+            released = blocks[start:stop]
+            released.reverse()
+            release_early(rb, pool, gid0, released)
+            num_released = len(released) - released.count(NULL_BLOCK_ID)
+            blocks[start:stop] = nulls
+            for m in self.batch:
+                m.num_early_released_blocks += num_released
+                rb.num_skipped_blocks[m.group_id] = stop
+            return
         for m in self.batch:
             gid = m.group_id
             blocks = rb.block_ids[gid]
@@ -191,6 +209,9 @@ class KindManager:
         stride = self.hash_stride
         hashes = rb.request.block_hashes[(start + 1) * stride - 1:stop * stride:stride]
         cache_blocks, tables = self.pool.cache_blocks, rb.block_ids
+        if self.lane:
+            cache_blocks(tables[self.group_id][start:stop], hashes, self.group_id)
+            return
         for gid in self.gids:
             cache_blocks(tables[gid][start:stop], hashes, gid)
 

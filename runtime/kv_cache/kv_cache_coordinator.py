@@ -11,10 +11,11 @@ them), so Gemma-3's six sliding groups cost one lookup.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import gcd, lcm
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.layout import KVCacheGroup, Layout
+from hkv.planner.layout import Layout
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.chunked_local_manager import ChunkedLocalManager
@@ -22,6 +23,7 @@ from hkv.runtime.kv_cache.circular_buffer_manager import CircularBufferManager
 from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
 from hkv.runtime.kv_cache.full_attention_manager import FullAttentionManager
 from hkv.runtime.kv_cache.kind_manager import KindManager
+from hkv.runtime.kv_cache.lanes import batch_key, lifecycle_batches
 from hkv.runtime.kv_cache.recurrent_state_manager import RecurrentStateManager
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
 from hkv.runtime.kv_cache.sliding_window_manager import SlidingWindowManager
@@ -40,20 +42,19 @@ class _LookupBatch:
 
     def __init__(self, managers: list[KindManager]) -> None:
         self.manager = managers[0]
-        self.maps = [m.pool.cached_map(m.group_id) for m in managers]  # live maps, read only
+        maps = [m.pool.cached_map(m.group_id) for m in managers]  # live maps, read only
+        self.maps = list({id(cached): cached for cached in maps}.values())  # a lane's groups share one
 
     def longest_hit_len(self, block_hashes: list[bytes], max_len: int, alignment: int) -> int:
         return self.manager.longest_hit_len_in(self.maps, block_hashes, max_len, alignment)
 
 
-def _batch_key(group: KVCacheGroup) -> tuple[object, ...]:
-    return (group.kind, group.spec, group.block_size, group.pool_id, group.num_state_blocks)
-
-
 class KVCacheCoordinator:
-    """One manager per group of the Layout over the pools they draw from."""
+    """One manager per group of the Layout over the pools they draw from. `lanes`: the batches
+    held as lanes (lanes.py; their pools are LanePools), none by default."""
 
-    def __init__(self, layout: Layout, pools: dict[int, BlockPool], config: CacheConfig) -> None:
+    def __init__(self, layout: Layout, pools: dict[int, BlockPool], config: CacheConfig,
+                 lanes: Sequence[Sequence[int]] = ()) -> None:
         if not layout.groups:
             raise ValueError(f"layout {layout.name!r} has no KV cache groups")
         sizes = [g.block_size for g in layout.groups]
@@ -70,20 +71,31 @@ class KVCacheCoordinator:
         self.managers_of_pool = [[m for m in self.managers if m.pool is pool] for pool in self.pool_list]
         by_key: dict[tuple[object, ...], list[KindManager]] = {}
         for group, manager in zip(layout.groups, self.managers, strict=True):
-            by_key.setdefault(_batch_key(group), []).append(manager)
+            by_key.setdefault(batch_key(group), []).append(manager)
         batches = [_LookupBatch(ms) for ms in by_key.values()]
         # Lifecycle batches: runs of consecutive groups with the same rules and pool (see
         # KindManager); each is driven through its first manager, its lead. Recurrent groups
         # stay alone.
         self.leads: list[KindManager] = []
-        for group, manager in zip(layout.groups, self.managers, strict=True):
-            lead = self.leads[-1] if self.leads else None
-            if (lead is not None and group.kind is not CacheKind.RECURRENT
-                    and _batch_key(group) == _batch_key(lead.group)):
-                lead.batch.append(manager)
-                lead.gids.append(manager.group_id)
-            else:
-                self.leads.append(manager)
+        for gids in lifecycle_batches(layout):
+            lead = self.managers[gids[0]]
+            lead.batch = [self.managers[gid] for gid in gids]
+            lead.gids = list(gids)
+            self.leads.append(lead)
+        # Lanes: per group, the group whose table it shares (None without lanes); the managers
+        # whose tables are distinct (every manager without lanes), per pool too.
+        self.lane_of: list[int] | None = None
+        if lanes:
+            self.lane_of = list(range(self.num_groups))
+            for lane in lanes:
+                lead = self.managers[lane[0]]
+                assert lead.gids == list(lane), f"lane {list(lane)} is not a lifecycle batch"
+                lead.lane = True
+                for gid in lane:
+                    self.lane_of[gid] = lane[0]
+        lane_of = self.lane_of
+        self.holders = [m for m in self.managers if lane_of is None or lane_of[m.group_id] == m.group_id]
+        self.holders_of_pool = [[m for m in self.holders if m.pool is pool] for pool in self.pool_list]
         self._lead_pool_index = [self._pool_index[id(m.pool)] for m in self.leads]
         self._skipping_leads = [m for m in self.leads if m.next_release_len(0) is not None]
         # The lookup batches whose kinds accept downward-closed hits (full attention), the others.
@@ -131,8 +143,12 @@ class KVCacheCoordinator:
 
     def hit_blocks(self, block_hashes: list[bytes], hit_len: int) -> tuple[list[int], ...]:
         """Per group, the block table prefix of a hit of `hit_len` tokens (an accepted length)."""
-        result = []
+        result: list[list[int]] = []
+        lane_of = self.lane_of
         for m in self.managers:
+            if lane_of is not None and lane_of[m.group_id] != m.group_id:
+                result.append(result[lane_of[m.group_id]])  # the lane's one list
+                continue
             first = m.hit_first_block(hit_len)
             cached, stride = m.pool.cached_map(m.group_id), m.hash_stride
             blocks = [NULL_BLOCK_ID] * first
@@ -159,7 +175,7 @@ class KVCacheCoordinator:
         must cover hit_len tokens."""
         found = []
         block_hashes = rb.request.block_hashes
-        for m in self.managers:
+        for m in self.holders:
             table = rb.block_ids[m.group_id]
             first, last = m.hit_first_block(hit_len), min(hit_len // m.block_size, len(table))
             if first >= last or NULL_BLOCK_ID not in table[first:last]:
@@ -196,8 +212,11 @@ class KVCacheCoordinator:
             need = m.num_blocks_to_allocate(rb, hit_blocks, num_tokens, num_main_tokens) * len(m.gids)
             if hit_blocks and hit is not None:
                 num_free = m.pool.num_free_among
-                for gid in m.gids:
-                    need += num_free(hit[gid])
+                if m.lane:  # one list of entries: each free one takes a block of every group
+                    need += num_free(hit_blocks) * len(m.gids)
+                else:
+                    for gid in m.gids:
+                        need += num_free(hit[gid])
             needs[pool_index] += need
         return needs
 
@@ -224,11 +243,27 @@ class KVCacheCoordinator:
     def adopt_hit(self, rb: RequestBlocks, hit: HitBlocks, hit_len: int) -> None:
         """Take a reference on every hit block of every group before anything is allocated, so
         one group's allocation cannot evict another group's hit."""
+        if self.lane_of is not None:
+            self._adopt_lane_hit(rb, hit, hit_len)
+            return
         for m, blocks in zip(self.managers, hit, strict=True):
             gid = m.group_id
             assert not rb.block_ids[gid], "hits are adopted only by a request holding nothing"
             m.pool.touch(blocks, gid)
             rb.block_ids[gid] = list(blocks)
+            rb.num_cached_blocks[gid] = len(blocks)
+            rb.num_skipped_blocks[gid] = m.hit_first_block(hit_len)
+
+    def _adopt_lane_hit(self, rb: RequestBlocks, hit: HitBlocks, hit_len: int) -> None:
+        """adopt_hit with lanes: one reference per entry of a lane, taken into its one table."""
+        lane_of = self.lane_of
+        assert lane_of is not None
+        for m, blocks in zip(self.managers, hit, strict=True):
+            gid = m.group_id
+            if lane_of[gid] == gid:
+                assert not rb.block_ids[gid], "hits are adopted only by a request holding nothing"
+                m.pool.touch(blocks, gid)
+                rb.block_ids[gid].extend(blocks)  # in place: the lane's groups share the list
             rb.num_cached_blocks[gid] = len(blocks)
             rb.num_skipped_blocks[gid] = m.hit_first_block(hit_len)
 

@@ -26,6 +26,8 @@ from hkv.runtime.kv_cache.cache_stats import CacheStats
 from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
 from hkv.runtime.kv_cache.group_aware_eviction import GroupAwareEviction
 from hkv.runtime.kv_cache.kv_cache_coordinator import KVCacheCoordinator
+from hkv.runtime.kv_cache.lane_pool import LanePool
+from hkv.runtime.kv_cache.lanes import lanes_of, lifecycle_batches
 from hkv.runtime.kv_cache.lru_eviction import LruEviction
 from hkv.runtime.kv_cache.recurrent_state_manager import RecurrentStateManager
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
@@ -50,18 +52,27 @@ class ComputedBlocks(NamedTuple):
 
 
 class KVCacheManager:
-    """Allocates, caches and frees the blocks of every request over the pools of a Layout."""
+    """Allocates, caches and frees the blocks of every request over the pools of a Layout.
 
-    def __init__(self, layout: Layout, config: CacheConfig | None = None) -> None:
+    `physical_block_ids` False says no tensor is indexed by the block ids (a simulated replay):
+    the lockstep groups of hkv's own layouts are then held as lanes, one entry per position
+    for all of them (lanes.py, LanePool), and their block ids are entry ids."""
+
+    def __init__(self, layout: Layout, config: CacheConfig | None = None, *,
+                 physical_block_ids: bool = True) -> None:
         self.layout = layout
         self.config = config or CacheConfig()
         self.max_model_len = layout.max_model_len
         self.in_flight_tokens = layout.in_flight_tokens
         num_groups = len(layout.groups)
         keep_duplicates = self.config.duplicate_blocks is DuplicateBlocks.KEEP
+        lanes = lanes_of(layout, physical_block_ids, not keep_duplicates)
         self.pools = {p.pool_id: BlockPool(p.pool_id, p.num_blocks, num_groups, keep_duplicates)
                       for p in layout.pools}
-        self.coordinator = KVCacheCoordinator(layout, self.pools, self.config)
+        for pool_id, pool_lanes in _lanes_by_pool(layout, lanes).items():
+            self.pools[pool_id] = LanePool(pool_id, self.pools[pool_id].num_blocks, num_groups, pool_lanes)
+        self.coordinator = KVCacheCoordinator(layout, self.pools, self.config, lanes)
+        self._lane_of = self.coordinator.lane_of
         self.enable_caching = self.config.enable_caching
         # CacheTiming.SCHEDULED: blocks are cached by the allocate_slots that schedules them.
         self.cache_on_schedule = self.enable_caching and self.config.cache_timing is CacheTiming.SCHEDULED
@@ -189,6 +200,19 @@ class KVCacheManager:
         seq_len = min(request.num_tokens, self.max_model_len)
         coordinator = self.coordinator
         needs = self._promised_blocks() if self._gate_counts_prefills else [0] * len(coordinator.pool_list)
+        if self._lane_of is not None:  # a lane's groups have one hit list: count it once
+            for m, pool_index in zip(coordinator.leads, coordinator._lead_pool_index, strict=True):
+                need = m.group.admission_blocks(seq_len, self.in_flight_tokens)
+                if computed is not None:
+                    if m.lane:
+                        need -= m.pool.num_held_or_protected(computed.block_ids[m.group_id])
+                        needs[pool_index] += max(0, need) * len(m.gids)
+                        continue
+                    for gid in m.gids:
+                        needs[pool_index] += max(0, need - m.pool.num_held_or_protected(computed.block_ids[gid]))
+                    continue
+                needs[pool_index] += max(0, need) * len(m.gids)
+            return coordinator.fits_unprotected(needs)
         for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
             need = m.group.admission_blocks(seq_len, self.in_flight_tokens)
             if computed is not None:
@@ -215,9 +239,12 @@ class KVCacheManager:
                     needs[pool_index] += max(1, cdiv(num_computed + left, block_size) - cdiv(num_computed, block_size))
                 continue
             prompt_len = min(request.num_prompt_tokens, self.max_model_len)
-            for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
-                held = len(rb.block_ids[m.group_id]) - rb.block_ids[m.group_id].count(NULL_BLOCK_ID)
-                needs[pool_index] += max(0, m.group.admission_blocks(prompt_len, self.in_flight_tokens) - held)
+            # The groups of a batch hold tables of one shape (same length, same nulls) and have
+            # one admission bound: count the batch once, times its groups.
+            for m, pool_index in zip(coordinator.leads, coordinator._lead_pool_index, strict=True):
+                table = rb.block_ids[m.group_id]
+                held = len(table) - table.count(NULL_BLOCK_ID)
+                needs[pool_index] += max(0, m.group.admission_blocks(prompt_len, self.in_flight_tokens) - held) * len(m.gids)
         return needs
 
     def note_finished(self, request: Request) -> None:
@@ -279,7 +306,7 @@ class KVCacheManager:
         rb = self._requests.get(request.request_id)
         if rb is None:
             is_admission = True
-            rb = RequestBlocks(request, self.num_groups)  # kept once the admission succeeds
+            rb = RequestBlocks(request, self.num_groups, self._lane_of)  # kept once the admission succeeds
         else:
             is_admission = False
             if new_computed_blocks is None and rb.is_steady(
@@ -372,9 +399,10 @@ class KVCacheManager:
             needs[pool_index] += count
         if not coordinator.fits(needs):
             return False
-        rb = RequestBlocks(request, self.num_groups)
+        rb = RequestBlocks(request, self.num_groups, self._lane_of)
         for m, count in zip(coordinator.managers, counts, strict=True):
-            rb.block_ids[m.group_id] = m.pool.allocate(count, m.group_id)
+            if m in coordinator.holders:  # a lane's followers share its lead's entries
+                rb.block_ids[m.group_id].extend(m.pool.allocate(count, m.group_id))
         rb.num_cached_blocks = [len(b) for b in rb.block_ids]  # never cache these
         self._requests[request.request_id] = rb
         return True
@@ -465,3 +493,19 @@ class KVCacheManager:
                 m.check_request(rb)
         for pool_id, pool in self.pools.items():
             pool.check_integrity(references[pool_id])
+
+
+def _lanes_by_pool(layout: Layout, lanes: list[list[int]]) -> dict[int, dict[int, list[int]]]:
+    """Per pool holding a lane: each lead group id placed there and its lane's group ids (the
+    pool's other groups each alone); LanePool's `lanes`."""
+    lane_pools = {layout.groups[gids[0]].pool_id for gids in lanes}
+    lane_leads = {gids[0] for gids in lanes}
+    by_pool: dict[int, dict[int, list[int]]] = {pool_id: {} for pool_id in lane_pools}
+    for gids in lifecycle_batches(layout):
+        pool_id = layout.groups[gids[0]].pool_id
+        if pool_id in by_pool:
+            if gids[0] in lane_leads:
+                by_pool[pool_id][gids[0]] = gids
+            else:
+                by_pool[pool_id].update({gid: [gid] for gid in gids})
+    return by_pool

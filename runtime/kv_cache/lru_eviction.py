@@ -20,7 +20,7 @@ class LruEviction(Eviction):
     def __init__(self, coordinator: KVCacheCoordinator, config: CacheConfig) -> None:
         self.coordinator = coordinator
         self.free_order = config.free_order
-        self._managers_of_pool = coordinator.managers_of_pool
+        self._managers_of_pool = coordinator.holders_of_pool  # a lane's table once
 
     def note_admission(self, rb: RequestBlocks, hit_len: int) -> None:
         """Plain LRU keeps no record of hits."""
@@ -33,7 +33,7 @@ class LruEviction(Eviction):
 
     def free_request(self, rb: RequestBlocks) -> None:
         """Release every block the request holds (see FreeOrder), each group tail first."""
-        managers = self.coordinator.managers
+        managers = self.coordinator.holders
         if self.free_order is FreeOrder.GROUP_BY_GROUP:
             for m in managers:
                 held = rb.block_ids[m.group_id][rb.num_skipped_blocks[m.group_id]:]

@@ -85,6 +85,15 @@ class RecurrentStateManager(KindManager):
         if live_pos < len(blocks):
             return [[]]
         held = self._held_positions(rb)
+        if self.num_state_blocks == 1 and len(held) == 1 and self._moves_in_place(blocks[held[0]]):
+            # Released uncached, the live block would be the next one popped: it stays, only
+            # its position moves (the same pool states as release then allocate, one step).
+            block = blocks[held[0]]
+            blocks[held[0]] = NULL_BLOCK_ID
+            self.num_early_released_blocks += 1
+            blocks.extend([NULL_BLOCK_ID] * (live_pos - len(blocks)))
+            blocks.append(block)
+            return [[block]]
         source = blocks[held[-1]] if held else None
         while len(held) >= self.num_state_blocks:
             pos = held.pop(0)
@@ -97,6 +106,13 @@ class RecurrentStateManager(KindManager):
         if source is not None and source != new_block:
             rb.state_copies.append((gid, source, new_block))
         return [[new_block]]
+
+    def _moves_in_place(self, block: int) -> bool:
+        """Whether releasing `block` (this request's only reference, no hash) and popping one
+        block gives `block` back: it then goes to the front of the free queue (a LanePool: its
+        id is the next spare), whatever the eviction policy."""
+        pool = self.pool
+        return pool.ref_cnt[block] == 1 and pool.block_hash[block] is None
 
     def cache_blocks(self, rb: RequestBlocks, num_computed: int) -> None:
         """Cache the live block as a checkpoint when the request stopped exactly on a boundary."""

@@ -7,9 +7,14 @@ block tables and take state copies through the manager (`block_ids`, `take_state
 
     block_ids[g][i]   the block holding tokens [i * block_size_g, (i + 1) * block_size_g) of
                       group g, or the null block where the group skips them
+
+With lanes (lanes.py) the groups of a lane share one table: `block_ids[g]` is the very list of
+the lane's lead (`lane_of[g]`), whose entries stand for one block of each of its groups.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID
 from hkv.runtime.request import Request
@@ -21,12 +26,18 @@ class RequestBlocks:
     __slots__ = (
         "request", "block_ids", "num_cached_blocks", "num_skipped_blocks", "state_copies",
         "expected_hit_lens", "closed_hit_len", "protects_early_releases", "protected_block_ids",
-        "steady_until_computed", "steady_until_tokens",
+        "steady_until_computed", "steady_until_tokens", "lane_of",
     )
 
-    def __init__(self, request: Request, num_groups: int) -> None:
+    def __init__(self, request: Request, num_groups: int, lane_of: Sequence[int] | None = None) -> None:
         self.request = request  # its tokens, hashes and progress (the scheduler's)
-        self.block_ids: list[list[int]] = [[] for _ in range(num_groups)]
+        # Per group: the group whose table it shares (itself unless it follows a lane's lead).
+        self.lane_of = lane_of
+        if lane_of is None:
+            self.block_ids: list[list[int]] = [[] for _ in range(num_groups)]
+        else:
+            tables: list[list[int]] = [[] for _ in range(num_groups)]
+            self.block_ids = [tables[lead] for lead in lane_of]
         self.num_cached_blocks = [0] * num_groups  # per group: leading blocks already cached
         self.num_skipped_blocks = [0] * num_groups  # per group: leading entries that are null
         # (group id, source block id, destination block id): recurrent states to copy before the
@@ -68,12 +79,23 @@ class RequestBlocks:
 
     def check_integrity(self, num_groups: int) -> list[tuple[int, int]]:
         """Check the table invariants; return the (block id, group id) reference of every
-        non-null block the request holds. Raises AssertionError."""
+        non-null block the request holds (one per lane: a lane's groups share its entries).
+        Raises AssertionError."""
         tag = f"request {self.request.request_id}"
         assert len(self.block_ids) == num_groups, f"{tag}: {len(self.block_ids)} tables"
         references: list[tuple[int, int]] = []
+        lane_of = self.lane_of
+        num_leads = num_groups if lane_of is None else sum(lead == gid for gid, lead in enumerate(lane_of))
+        assert len({id(t) for t in self.block_ids}) == num_leads, f"{tag}: tables shared outside a lane"
         for gid, blocks in enumerate(self.block_ids):
             skipped = self.num_skipped_blocks[gid]
+            if lane_of is not None and lane_of[gid] != gid:
+                lead = lane_of[gid]
+                assert blocks is self.block_ids[lead], f"{tag}: group {gid} left the table of its lane {lead}"
+                assert (skipped, self.num_cached_blocks[gid]) == (
+                    self.num_skipped_blocks[lead], self.num_cached_blocks[lead]), (
+                    f"{tag}: group {gid} out of step with its lane {lead}")
+                continue
             assert all(b == NULL_BLOCK_ID for b in blocks[:skipped]), (
                 f"{tag}: group {gid} holds a block before its skipped frontier {skipped}")
             references.extend((b, gid) for b in blocks[skipped:] if b != NULL_BLOCK_ID)

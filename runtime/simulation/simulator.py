@@ -76,7 +76,9 @@ class Simulator:
         self.layout = layout
         self.workload = workload
         self.config = config or SimulationConfig()
-        self.kv = KVCacheManager(layout, self.config.cache)
+        # No tensor sits behind a replay's block ids: hkv's own layouts may hold their lockstep
+        # groups as lanes (see KVCacheManager).
+        self.kv = KVCacheManager(layout, self.config.cache, physical_block_ids=False)
         self.scheduler = Scheduler(self.kv, self.config.scheduler)
         self.now_s = 0.0
         self._finished = 0
