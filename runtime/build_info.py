@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 
-# The block pool, the managers, the coordinator, the scheduler, the simulator loop and the
+# The block pool, the managers, the coordinator, the admission gate, the scheduler, the simulator loop and the
 # metrics it records per step: the modules every simulated step goes through. The lane pool
 # too: it subclasses BlockPool and FreeBlockQueue, and an interpreted class cannot subclass a
 # compiled one. Names are relative to hkv.runtime.
@@ -22,7 +22,7 @@ COMPILED_MODULES = (
     "kv_cache.recurrent_state_manager", "kv_cache.circular_buffer_manager", "kv_cache.kv_cache_coordinator",
     "kv_cache.request_blocks",
     "kv_cache.eviction", "kv_cache.lru_eviction",
-    "kv_cache.group_aware_eviction", "kv_cache.kv_cache_manager",
+    "kv_cache.group_aware_eviction", "kv_cache.kv_cache_manager", "kv_cache.admission_gate",
     "scheduler.scheduler", "scheduler.scheduler_output", "simulation.simulator",
     "simulation.metrics.step_cost", "simulation.metrics.kv_read", "simulation.metrics.time_series",
     "simulation.metrics.admission_hits", "simulation.metrics.request_timing", "simulation.metrics.percentiles",

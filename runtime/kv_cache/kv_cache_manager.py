@@ -17,17 +17,16 @@ from itertools import islice
 from math import lcm
 from typing import NamedTuple
 
-from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.layout import BlockBound, Layout, cdiv
+from hkv.planner.layout import BlockBound, Layout
+from hkv.runtime.kv_cache.admission_gate import (
+    admission_needs, blocked_needs, full_groups, promised_blocks, worst_case_counts)
 from hkv.runtime.kv_cache.block_hash import BlockHasher
-from hkv.runtime.kv_cache.block_pool import NULL_BLOCK_ID, BlockPool
 from hkv.runtime.kv_cache.cache_config import CacheConfig, EvictionPolicy
 from hkv.runtime.kv_cache.cache_stats import CacheStats
 from hkv.runtime.kv_cache.eviction import Eviction, HitBlocks
 from hkv.runtime.kv_cache.group_aware_eviction import GroupAwareEviction
 from hkv.runtime.kv_cache.kv_cache_coordinator import KVCacheCoordinator
-from hkv.runtime.kv_cache.lane_pool import LanePool
-from hkv.runtime.kv_cache.lanes import lanes_of, lifecycle_batches
+from hkv.runtime.kv_cache.lanes import build_pools, lanes_of
 from hkv.runtime.kv_cache.lru_eviction import LruEviction
 from hkv.runtime.kv_cache.recurrent_state_manager import RecurrentStateManager
 from hkv.runtime.kv_cache.request_blocks import RequestBlocks
@@ -67,10 +66,7 @@ class KVCacheManager:
         num_groups = len(layout.groups)
         keep_duplicates = self.config.duplicate_blocks is DuplicateBlocks.KEEP
         lanes = lanes_of(layout, physical_block_ids, not keep_duplicates)
-        self.pools = {p.pool_id: BlockPool(p.pool_id, p.num_blocks, num_groups, keep_duplicates)
-                      for p in layout.pools}
-        for pool_id, pool_lanes in _lanes_by_pool(layout, lanes).items():
-            self.pools[pool_id] = LanePool(pool_id, self.pools[pool_id].num_blocks, num_groups, pool_lanes)
+        self.pools = build_pools(layout, lanes, keep_duplicates)
         self.coordinator = KVCacheCoordinator(layout, self.pools, self.config, lanes)
         self._lane_of = self.coordinator.lane_of
         self.enable_caching = self.config.enable_caching
@@ -97,10 +93,7 @@ class KVCacheManager:
         # the blocks that admitted requests take next (see _promised_blocks).
         self._gate_counts_prefills = any(g.bound is BlockBound.EXACT for g in layout.groups)
         # (pool index, block size) of each full-attention group: the groups that grow in decode
-        self._full_groups: list[tuple[int, int]] = [
-            (pool_index, m.block_size)
-            for m, pool_index in zip(self.coordinator.managers, self.coordinator.pool_index_of_group, strict=True)
-            if m.kind is CacheKind.FULL]
+        self._full_groups = full_groups(self.coordinator)
         self._num_finished = 0  # requests finished (note_finished) and their output tokens
         self._num_finished_output_tokens = 0
 
@@ -200,52 +193,16 @@ class KVCacheManager:
         seq_len = min(request.num_tokens, self.max_model_len)
         coordinator = self.coordinator
         needs = self._promised_blocks() if self._gate_counts_prefills else [0] * len(coordinator.pool_list)
-        if self._lane_of is not None:  # a lane's groups have one hit list: count it once
-            for m, pool_index in zip(coordinator.leads, coordinator._lead_pool_index, strict=True):
-                need = m.group.admission_blocks(seq_len, self.in_flight_tokens)
-                if computed is not None:
-                    if m.lane:
-                        need -= m.pool.num_held_or_protected(computed.block_ids[m.group_id])
-                        needs[pool_index] += max(0, need) * len(m.gids)
-                        continue
-                    for gid in m.gids:
-                        needs[pool_index] += max(0, need - m.pool.num_held_or_protected(computed.block_ids[gid]))
-                    continue
-                needs[pool_index] += max(0, need) * len(m.gids)
-            return coordinator.fits_unprotected(needs)
-        for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
-            need = m.group.admission_blocks(seq_len, self.in_flight_tokens)
-            if computed is not None:
-                need -= m.pool.num_held_or_protected(computed.block_ids[m.group_id])
-            needs[pool_index] += max(0, need)
+        hit = computed.block_ids if computed is not None else None
+        needs = admission_needs(coordinator, seq_len, self.in_flight_tokens, hit, needs)
         return coordinator.fits_unprotected(needs)
 
     def _promised_blocks(self) -> list[int]:
-        """Per pool: blocks the running requests take next. A request in prefill: the blocks of
-        its prompt it has yet to take (its admission counted them against free blocks, but they
-        are taken chunk by chunk, so a later admission could count them again). A decoding
-        request: in each full-attention group, the blocks it grows by until its output reaches
-        the mean output of the requests finished so far, at least its next block (its own
-        output length is not known, as a real scheduler does not know it)."""
-        coordinator = self.coordinator
-        needs = [0] * len(coordinator.pool_list)
+        """Per pool: blocks the running requests take next (admission_gate.promised_blocks),
+        decoding requests expected to reach the mean output of the requests finished so far."""
         mean_output_len = self._num_finished_output_tokens // self._num_finished if self._num_finished else 0
-        for rb in self._requests.values():
-            request = rb.request
-            num_computed = request.num_computed_tokens
-            if num_computed >= request.num_prompt_tokens:
-                left = max(0, mean_output_len - (request.num_tokens - request.num_prompt_tokens))
-                for pool_index, block_size in self._full_groups:
-                    needs[pool_index] += max(1, cdiv(num_computed + left, block_size) - cdiv(num_computed, block_size))
-                continue
-            prompt_len = min(request.num_prompt_tokens, self.max_model_len)
-            # The groups of a batch hold tables of one shape (same length, same nulls) and have
-            # one admission bound: count the batch once, times its groups.
-            for m, pool_index in zip(coordinator.leads, coordinator._lead_pool_index, strict=True):
-                table = rb.block_ids[m.group_id]
-                held = len(table) - table.count(NULL_BLOCK_ID)
-                needs[pool_index] += max(0, m.group.admission_blocks(prompt_len, self.in_flight_tokens) - held) * len(m.gids)
-        return needs
+        return promised_blocks(self.coordinator, self._requests.values(), self._full_groups, mean_output_len,
+                               self.max_model_len, self.in_flight_tokens)
 
     def note_finished(self, request: Request) -> None:
         """The scheduler finished `request` (not a preemption): its output length feeds the
@@ -264,18 +221,8 @@ class KVCacheManager:
         if needs is None:
             if len(self._admission_needs) > 100_000:
                 self._admission_needs.clear()
-            seq_len = min(request.num_tokens, self.max_model_len)
-            max_len = min(request.num_tokens - 1, self.max_model_len) if self.enable_caching else 0
-            coordinator = self.coordinator
-            needs = [0] * len(coordinator.pool_list)
-            for m, pool_index in zip(coordinator.managers, coordinator.pool_index_of_group, strict=True):
-                if hit_len is None:
-                    discount = m.max_hit_blocks(max_len)
-                else:
-                    discount = hit_len // m.block_size - m.hit_first_block(hit_len)
-                need = m.group.admission_blocks(seq_len, self.in_flight_tokens) - discount
-                if need > 0:
-                    needs[pool_index] += need
+            needs = blocked_needs(self.coordinator, request.num_tokens, hit_len, self.max_model_len,
+                                  self.in_flight_tokens, self.enable_caching)
             self._admission_needs[key] = needs
         return not self.coordinator.fits_unprotected(needs)
 
@@ -393,10 +340,7 @@ class KVCacheManager:
         Returns False, taking nothing, when they do not all fit."""
         assert request.request_id not in self._requests, "reserve_worst_case needs a request holding nothing"
         coordinator = self.coordinator
-        counts = [m.group.blocks_per_request(seq_len, self.in_flight_tokens) for m in coordinator.managers]
-        needs = [0] * len(coordinator.pool_list)
-        for count, pool_index in zip(counts, coordinator.pool_index_of_group, strict=True):
-            needs[pool_index] += count
+        counts, needs = worst_case_counts(coordinator, seq_len, self.in_flight_tokens)
         if not coordinator.fits(needs):
             return False
         rb = RequestBlocks(request, self.num_groups, self._lane_of)
@@ -494,18 +438,3 @@ class KVCacheManager:
         for pool_id, pool in self.pools.items():
             pool.check_integrity(references[pool_id])
 
-
-def _lanes_by_pool(layout: Layout, lanes: list[list[int]]) -> dict[int, dict[int, list[int]]]:
-    """Per pool holding a lane: each lead group id placed there and its lane's group ids (the
-    pool's other groups each alone); LanePool's `lanes`."""
-    lane_pools = {layout.groups[gids[0]].pool_id for gids in lanes}
-    lane_leads = {gids[0] for gids in lanes}
-    by_pool: dict[int, dict[int, list[int]]] = {pool_id: {} for pool_id in lane_pools}
-    for gids in lifecycle_batches(layout):
-        pool_id = layout.groups[gids[0]].pool_id
-        if pool_id in by_pool:
-            if gids[0] in lane_leads:
-                by_pool[pool_id][gids[0]] = gids
-            else:
-                by_pool[pool_id].update({gid: [gid] for gid in gids})
-    return by_pool
