@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from hkv.cli.main import app
 from hkv.model_specs.catalog import catalog_names
-from hkv.planner import sustained
+from hkv.planner.capacity import sustained
 from hkv.planner.budget.gpu_table import GPUS
 
 Case = tuple[str, ...]  # the CLI arguments after `plan`

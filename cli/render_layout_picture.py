@@ -29,7 +29,7 @@ from rich.text import Text
 
 from hkv.cli.render_pool_bar import KIND_GLYPHS, pool_bar
 from hkv.planner.layout import KVCacheGroup, Layout, Pool
-from hkv.planner.request_footprint import pool_footprints
+from hkv.planner.capacity.request_footprint import pool_footprints
 from hkv.planner.sizes import format_bytes, format_gib
 
 PAD_CELL = "·"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from hkv.model_specs.cache_spec import CacheKind
-from hkv.planner.request_footprint import PoolFootprint
+from hkv.planner.capacity.request_footprint import PoolFootprint
 from hkv.planner.sizes import format_gib
 
 BAR_WIDTH_CHARS = 40

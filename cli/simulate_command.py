@@ -224,10 +224,10 @@ def simulate_command(
 
 def _sized_for_workload(spec, cfg, the_plan, requests, max_model_len, sweep_split):
     """(cfg, plan) with the split pools sized for the replayed workload's mean request length
-    (planner/workload_lengths.py), unless --expected-avg-seq-len (or its env var) set it or the
+    (planner/capacity/workload_lengths.py), unless --expected-avg-seq-len (or its env var) set it or the
     split is being swept, and the note to print with the results (None: not sized). The vllm
     layouts do not depend on it."""
-    from hkv.planner.workload_lengths import sized_for_workload
+    from hkv.planner.capacity.workload_lengths import sized_for_workload
 
     if cfg.expected_avg_seq_len is not None or sweep_split:
         return cfg, the_plan, None

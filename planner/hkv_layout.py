@@ -23,7 +23,7 @@
    whose block is one request's states for all its layers (no padding), holds one live state per
    request (checkpoints live in cached-free blocks), and splits the budget between the two
    pools so both admit the same number of requests at max_model_len (or at the expected average
-   length when given: a workload's mean, planner/workload_lengths.py; the state pool then also
+   length when given: a workload's mean, planner/capacity/workload_lengths.py; the state pool then also
    keeps each request's checkpoints, see `checkpoints_per_request`).
 """
 
@@ -51,7 +51,7 @@ from hkv.planner.plan_config import PlanConfig
 from hkv.planner.pool_sizing import size_pool, to_kv_groups
 from hkv.planner.split_pools import build_split_pools, one_group_per_bucket, state_page_layers
 from hkv.planner.step5_backend import check_step5_pages
-from hkv.planner.sustained import SustainedSetup, predict_sustained
+from hkv.planner.capacity.sustained import SustainedSetup, predict_sustained
 
 # Block ids per request allowed, relative to vLLM's grouping: each id is allocator work per step
 # (allocation, release, hashing, eviction), so fewer, larger groups run faster. Without this cap

@@ -10,8 +10,8 @@ from hkv.model_specs.errors import InvalidConfigError
 from hkv.model_specs.model_spec import ModelSpec
 from hkv.planner.attention_backend import BlockSizeChoice, plan_block_size, with_block_size
 from hkv.planner.budget.memory_budget import MemoryBudget, compute_memory_budget
-from hkv.planner.capacity import Capacity, vllm_log_lines
-from hkv.planner.capacity_band import CapacityBand
+from hkv.planner.capacity.capacity import Capacity, vllm_log_lines
+from hkv.planner.capacity.band import CapacityBand
 from hkv.planner.engines.vllm.layout import build_vllm_layout
 from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT, LogFormat
 from hkv.planner.errors import InvalidInputError, LayoutUnavailableError
@@ -19,7 +19,7 @@ from hkv.planner.hkv_layout import build_hkv_layout
 from hkv.planner.layout import Layout
 from hkv.planner.partitioned_layout import build_partitioned_layout
 from hkv.planner.plan_config import ALLOW_LONG_ENV, PlanConfig
-from hkv.planner.sustained import SustainedSetup, split_request
+from hkv.planner.capacity.sustained import SustainedSetup, split_request
 
 LayoutBuilder = Callable[[ModelSpec, PlanConfig, MemoryBudget], Layout]
 

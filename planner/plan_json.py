@@ -7,7 +7,7 @@ from typing import Any
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec
 from hkv.planner.budget.budget_json import budget_to_dict
-from hkv.planner.capacity_band import CapacityBand
+from hkv.planner.capacity.band import CapacityBand
 from hkv.planner.layout import KVCacheGroup, Layout
 from hkv.planner.plan import LayoutReport, Plan
 from hkv.planner.plan_config import PlanConfig

@@ -17,7 +17,7 @@ from hkv.model_specs.model_spec import ModelSpec
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.budget_constants import SHIPPED, BudgetConstants
 from hkv.planner.budget.memory_budget import MemoryBudget, compute_memory_budget
-from hkv.planner.capacity import kv_cache_tokens
+from hkv.planner.capacity.capacity import kv_cache_tokens
 from hkv.planner.plan import build_layout, check_max_model_len, plan
 from hkv.planner.plan_config import PlanConfig
 

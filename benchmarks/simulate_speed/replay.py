@@ -54,7 +54,7 @@ def as_cli(model: str, tp: int, layout_name: str, workload: list) -> tuple:
     """(layout, workload, config) as `hkv simulate MODEL --gpu h100 --tp TP` replays them: the plan's
     own budget and max_num_seqs, split pools sized for the workload, the roofline step cost and
     the automatic eviction policy (trees from 795f4b1 on)."""
-    from hkv.planner.workload_lengths import sized_for_workload
+    from hkv.planner.capacity.workload_lengths import sized_for_workload
     from hkv.runtime.kv_cache.default_eviction import default_eviction_policy
     from hkv.runtime.simulation.metrics.plan_step_cost import step_cost_for_plan
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from hkv.model_specs.cache_spec import StateCacheSpec
 from hkv.planner.layout import Layout
-from hkv.planner.sustained import SustainedSetup, predict_sustained
+from hkv.planner.capacity.sustained import SustainedSetup, predict_sustained
 from hkv.runtime.live.live_run import RunOutcome, StateMeasurements
 from hkv.runtime.live.run_config import RunConfig
 from hkv.runtime.live.sustained_fill import FillOutcome

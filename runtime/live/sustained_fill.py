@@ -5,7 +5,7 @@ arrive together and run through `generate()`: the real scheduler (vLLM 0.32's ad
 pools and the real forward. A trial is clean when no copy was preempted and all N ran at once.
 The largest clean N is found with the planner's search (`largest_clean`, from `search_guess`),
 capped at max_num_seqs; prefix caching is off so the copies share no block, as in the definition
-of the sustained figure (hkv.planner.sustained). The planner's prediction for the same request is
+of the sustained figure (hkv.planner.capacity.sustained). The planner's prediction for the same request is
 made from the Layout alone; the two meet only in the report.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from hkv.planner.sustained import SustainedSetup, largest_clean, predict_sustained, search_guess
+from hkv.planner.capacity.sustained import SustainedSetup, largest_clean, predict_sustained, search_guess
 from hkv.runtime.live.live_run import RunOutcome, generate
 from hkv.runtime.live.model_runner import ModelRunner
 from hkv.runtime.live.run_config import RunConfig

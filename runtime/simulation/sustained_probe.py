@@ -1,6 +1,6 @@
 """Sustained concurrency, measured: N max-length requests through the real scheduler and pools.
 
-The measurement side of hkv.planner.sustained (which predicts the same figure from the Layout).
+The measurement side of hkv.planner.capacity.sustained (which predicts the same figure from the Layout).
 Each trial builds a fresh KVCacheManager (prefix caching off: the requests share nothing) and a
 Scheduler with vLLM 0.32's admission (`Admission.GATE`: a waiting request is admitted when slots
 for its whole prompt fit, sliding and chunked groups capped at what they ever hold; never the
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hkv.planner.layout import Layout
-from hkv.planner.sustained import SustainedSetup, largest_clean, search_guess
+from hkv.planner.capacity.sustained import SustainedSetup, largest_clean, search_guess
 from hkv.runtime.errors import OutOfBlocksError
 from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.kv_cache.kv_cache_manager import KVCacheManager
@@ -74,7 +74,7 @@ def run_together(layout: Layout, num_requests: int, setup: SustainedSetup,
 
 def measure_sustained(layout: Layout, setup: SustainedSetup,
                       cache_config: CacheConfig = HKV_MODE) -> SustainedMeasurement:
-    """A clean N whose successor is not (the planner's search, see hkv.planner.sustained), and
+    """A clean N whose successor is not (the planner's search, see hkv.planner.capacity.sustained), and
     the full trial of that successor (its preemptions)."""
     def is_clean(n: int) -> bool:
         return run_together(layout, n, setup, stop_at_preemption=True, cache_config=cache_config).is_clean

@@ -1,6 +1,6 @@
 """What hkv expects of vLLM's sustained runs, from two of its own mechanisms.
 
-* the planner's prediction (hkv.planner.sustained: a count model over the Layout, no allocator);
+* the planner's prediction (hkv.planner.capacity.sustained: a count model over the Layout, no allocator);
 * hkv's runtime in vLLM-compatible mode (hkv.runtime.simulation.sustained_probe: the real
   Scheduler and KVCacheManager, `CacheConfig.vllm`, really allocating): its sustained N and the
   preemptions it counts when the engine's first unclean N (vLLM's sustained + 1) arrives at once.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hkv.planner.layout import Layout
-from hkv.planner.sustained import SustainedSetup, predict_sustained
+from hkv.planner.capacity.sustained import SustainedSetup, predict_sustained
 from hkv.runtime.kv_cache.cache_config import CacheConfig
 from hkv.runtime.simulation.sustained_probe import Trial, measure_sustained, run_together
 

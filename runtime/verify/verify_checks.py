@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Any
 
-from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.capacity.capacity import vllm_log_lines
 from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT
 from hkv.planner.plan import LayoutReport
 from hkv.runtime.verify.hkv_expectation import HkvExpectation

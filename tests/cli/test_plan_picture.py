@@ -20,7 +20,7 @@ from hkv.model_specs.cache_spec import CacheKind
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.request_footprint import PoolFootprint
+from hkv.planner.capacity.request_footprint import PoolFootprint
 
 runner = CliRunner()
 SVG_NS = "{http://www.w3.org/2000/svg}"

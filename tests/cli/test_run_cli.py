@@ -130,7 +130,7 @@ def test_fill_measures_sustained_concurrency_with_the_model(model_dir, files, kv
 def test_fill_catches_a_wrong_sustained_prediction(model_dir, files, monkeypatch):
     """A planner that forgets to release out-of-window blocks (sliding counted as full attention)
     predicts 63 // 28 = 2 at 128 KiB; the model runs 3: exit 3."""
-    import hkv.planner.sustained_counts as sustained_counts
+    import hkv.planner.capacity.sustained_counts as sustained_counts
     from hkv.model_specs.cache_spec import CacheKind
 
     monkeypatch.setitem(sustained_counts._HELD, CacheKind.SLIDING, sustained_counts._full_held)

@@ -1,4 +1,4 @@
-"""`hkv simulate` sizes the split pools for the workload it replays (planner/workload_lengths.py)."""
+"""`hkv simulate` sizes the split pools for the workload it replays (planner/capacity/workload_lengths.py)."""
 
 import json
 

@@ -9,7 +9,7 @@ from hkv.planner.errors import InvalidInputError
 from hkv.planner.hkv_layout import checkpoint_grid_len, checkpoints_per_request
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.workload_lengths import WorkloadLengths, sized_for_workload, split_len_of
+from hkv.planner.capacity.workload_lengths import WorkloadLengths, sized_for_workload, split_len_of
 
 GIB = 2**30
 

@@ -19,7 +19,7 @@ from hkv.model_specs.cache_spec import CacheRole
 from hkv.model_specs.catalog import find_catalog_entry
 from hkv.model_specs.from_hf_config import from_hf_config
 from hkv.planner.budget.memory_budget import compute_memory_budget
-from hkv.planner.capacity import kv_cache_tokens
+from hkv.planner.capacity.capacity import kv_cache_tokens
 from hkv.planner.errors import InvalidInputError
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import PlanConfig

@@ -11,7 +11,7 @@ import pytest
 
 from hkv.model_specs.cache_spec import AttentionCacheSpec, CacheKind, StateCacheSpec
 from hkv.planner.layout import KVCacheGroup, Layout, Pool
-from hkv.planner.sustained import SustainedSetup, clean_probe, runs_clean, runs_clean_each
+from hkv.planner.capacity.sustained import SustainedSetup, clean_probe, runs_clean, runs_clean_each
 
 FULL, SLIDING, CHUNKED, RECURRENT = CacheKind.FULL, CacheKind.SLIDING, CacheKind.CHUNKED, CacheKind.RECURRENT
 

@@ -5,7 +5,7 @@ Every expected number is computed by hand in the comment next to it.
 
 import pytest
 from hkv.planner.budget.memory_budget import compute_memory_budget
-from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.capacity.capacity import vllm_log_lines
 from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import LayoutUnavailableError
 from hkv.planner.plan import build_layout

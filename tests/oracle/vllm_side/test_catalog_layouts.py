@@ -20,7 +20,7 @@ import oracle_bridge as ob
 import pytest
 from hkv.model_specs.cache_options import CacheOptions
 from hkv.model_specs.compressed_attention import CompressedCacheSpec
-from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.capacity.capacity import vllm_log_lines
 from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT
 from hkv.planner.errors import LayoutUnavailableError
 

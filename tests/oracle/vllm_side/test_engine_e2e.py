@@ -40,7 +40,7 @@ import pytest
 import tiny_models
 from hkv.model_specs.resolve import load_model_spec
 from hkv.planner.budget.memory_budget import compute_memory_budget
-from hkv.planner.capacity import vllm_log_lines
+from hkv.planner.capacity.capacity import vllm_log_lines
 from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT
 from hkv.planner.plan import build_layout
 from hkv.planner.plan_config import PlanConfig

@@ -1,4 +1,4 @@
-"""The planner's sustained prediction (planner/sustained.py, pure arithmetic) against the
+"""The planner's sustained prediction (planner/capacity/sustained.py, pure arithmetic) against the
 runtime's measurement (real scheduler and pools): equal on every tiny layout and catalog plan
 below, and a deliberately wrong model is caught."""
 
@@ -8,11 +8,11 @@ import pytest
 from rt_layouts import CHUNKED, FULL, RECURRENT, SLIDING, make_group, make_layout
 
 from hkv.model_specs.resolve import load_model_spec
-from hkv.planner import sustained, sustained_counts
+from hkv.planner.capacity import sustained, sustained_counts
 from hkv.planner.layout import cdiv
 from hkv.planner.plan import plan
 from hkv.planner.plan_config import PlanConfig
-from hkv.planner.sustained import SustainedSetup, predict_sustained
+from hkv.planner.capacity.sustained import SustainedSetup, predict_sustained
 from hkv.runtime.simulation.sustained_probe import measure_sustained
 
 MIB = 2**20

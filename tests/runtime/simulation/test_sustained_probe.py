@@ -3,7 +3,7 @@
 import pytest
 from rt_layouts import FULL, SLIDING, make_group, make_layout
 
-from hkv.planner.sustained import SustainedSetup
+from hkv.planner.capacity.sustained import SustainedSetup
 from hkv.runtime.simulation.sustained_probe import measure_sustained, run_together
 
 

@@ -64,8 +64,8 @@ from math import lcm
 
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import Layout
-from hkv.planner.sustained_counts import collapsed, decode_changes, grow_request, held_blocks
-from hkv.planner.sustained_walk import SharedWalk, WalkRules, walk
+from hkv.planner.capacity.sustained_counts import collapsed, decode_changes, grow_request, held_blocks
+from hkv.planner.capacity.sustained_walk import SharedWalk, WalkRules, walk
 
 OUTPUT_LEN_DIVISOR = 8  # default split: output = max_model_len // 8, prompt = the rest
 

@@ -21,7 +21,7 @@ from math import lcm
 
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import KVCacheGroup, Layout
-from hkv.planner.sustained_counts import collapsed, decode_changes, held_blocks
+from hkv.planner.capacity.sustained_counts import collapsed, decode_changes, held_blocks
 
 
 @dataclass(frozen=True)

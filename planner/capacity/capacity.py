@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from hkv.planner.engines.vllm.rules import CURRENT_LOG_FORMAT, LogFormat
 from hkv.planner.layout import Layout
-from hkv.planner.sustained import SustainedSetup, predict_sustained, split_request
+from hkv.planner.capacity.sustained import SustainedSetup, predict_sustained, split_request
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class Capacity:
     *logged* concurrency (`logged_concurrency` carries the same number under its issue-10 name);
     `physical_limit_concurrency` = pool bytes / ideal bytes per request (Layout);
     `sustained_concurrency`: max-length requests that run at once without a preemption under
-    vLLM 0.32's admission (slots for the whole prompt), predicted by planner/sustained.py (requests of
+    vLLM 0.32's admission (slots for the whole prompt), predicted by sustained.py (requests of
     `sustained_output_len` output tokens, the rest prompt);
     `max_num_requests` is what an admission gate can actually grant at once (null excluded).
     `kv_cache_tokens` is the number vLLM's "KV cache size" line prints in `log_format`
