@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import lcm
 
 from hkv.model_specs.cache_spec import CacheKind
 from hkv.planner.layout import KVCacheGroup, Layout
-from hkv.planner.capacity.sustained_counts import collapsed, decode_changes, held_blocks
+from hkv.planner.capacity.sustained_counts import collapsed, decode_changes, grow_request, held_blocks
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,6 @@ class WalkRules:
     # Per pool: the most blocks one request holds from its first decode step to its end; None where
     # finding it would take too long (then the decode phase is always walked).
     decode_max_held: tuple[int, ...] | None
-    # (computed, total) -> blocks per group after the release, after the allocation, and what the
-    # allocation takes per pool: the same positions recur in every probe of a search.
-    _spans: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = field(
-        default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, layout: Layout, prompt_len: int, output_len: int, max_num_batched_tokens: int,
@@ -66,10 +62,7 @@ class WalkRules:
         steady_from, changing = decode_changes(groups, period)
 
         def pool_sums(computed_len: int, total_len: int) -> list[int]:
-            sums = [0] * num_pools
-            for g, k, p in zip(groups, weights, gpool):
-                sums[p] += held_blocks(g, computed_len, total_len) * k
-            return sums
+            return _pool_sums(groups, weights, gpool, num_pools, computed_len, total_len)
 
         step_change = []
         for residue in sorted(changing):
@@ -86,34 +79,18 @@ class WalkRules:
                    steady_from, tuple(step_change), tuple(pool_sums(seq_len - 2, seq_len - 1)), tuple(gate_need),
                    _decode_max_held(groups, weights, gpool, num_pools, prompt_len, seq_len, steady_from, period))
 
-    def grow(self, free: list[int], mine: list[int], computed_len: int, total_len: int) -> bool:
-        """sustained_counts.grow_request for these groups, with each position's blocks remembered."""
-        span = self._spans.get((computed_len, total_len))
-        if span is None:
-            after = tuple(held_blocks(g, computed_len, computed_len) for g in self.groups)
-            want = tuple(held_blocks(g, computed_len, total_len) for g in self.groups)
-            need = [0] * self.num_pools
-            for w, a, k, p in zip(want, after, self.weights, self.gpool):
-                need[p] += (w - a) * k
-            span = self._spans[(computed_len, total_len)] = (after, want, tuple(need))
-        after, want, need = span
-        for i, a in enumerate(after):
-            free[self.gpool[i]] += (mine[i] - a) * self.weights[i]
-        mine[:] = after
-        if any(n > f for n, f in zip(need, free)):
-            return False
-        for p, n in enumerate(need):
-            free[p] -= n
-        mine[:] = want
-        return True
-
     def pool_sums(self, computed_len: int, total_len: int) -> list[int]:
         """Per pool: the blocks one request holds after release to `computed_len` and allocation to
         `total_len` (held_blocks summed over groups)."""
-        sums = [0] * self.num_pools
-        for g, k, p in zip(self.groups, self.weights, self.gpool):
-            sums[p] += held_blocks(g, computed_len, total_len) * k
-        return sums
+        return _pool_sums(self.groups, self.weights, self.gpool, self.num_pools, computed_len, total_len)
+
+
+def _pool_sums(groups: tuple[KVCacheGroup, ...], weights: tuple[int, ...], gpool: tuple[int, ...], num_pools: int,
+               computed_len: int, total_len: int) -> list[int]:
+    sums = [0] * num_pools
+    for g, k, p in zip(groups, weights, gpool):
+        sums[p] += held_blocks(g, computed_len, total_len) * k
+    return sums
 
 
 MAX_DECODE_SCAN = 20_000  # decode positions _decode_max_held may try per group
@@ -185,6 +162,7 @@ def walk_step(rules: WalkRules, s: WalkState, num_requests: int) -> bool | None:
         return False  # the real scheduler preempts here
     free, computed, held = s.free, s.computed, s.held
     prompt_len, seq_len, max_chunk = rules.prompt_len, rules.seq_len, rules.max_chunk
+    groups, weights, gpool = rules.groups, rules.weights, rules.gpool
     budget = rules.max_num_batched_tokens - len(s.steady)
     scheduled: list[tuple[int, int]] = []
     prefilled = False  # whether a running request prefilled in this step
@@ -194,7 +172,7 @@ def walk_step(rules: WalkRules, s: WalkState, num_requests: int) -> bool | None:
         c = computed[r]
         tokens = prompt_len if c < prompt_len else c + 1
         new_len = min(tokens - c, budget, max_chunk)
-        if not rules.grow(free, held[r], c, min(c + new_len, seq_len)):
+        if not grow_request(groups, weights, gpool, free, held[r], c, min(c + new_len, seq_len)):
             return False
         prefilled = prefilled or c < prompt_len
         scheduled.append((r, new_len))
@@ -202,8 +180,9 @@ def walk_step(rules: WalkRules, s: WalkState, num_requests: int) -> bool | None:
     while s.next_waiting < num_requests and budget > 0 and len(s.steady) + len(s.active) < rules.max_num_seqs:
         r = s.next_waiting
         new_len = min(prompt_len, budget, max_chunk)
-        mine = [0] * len(rules.groups)
-        if any(n > f for n, f in zip(rules.gate_need, free)) or not rules.grow(free, mine, 0, min(new_len, seq_len)):
+        mine = [0] * len(groups)
+        if any(n > f for n, f in zip(rules.gate_need, free)) or not grow_request(
+                groups, weights, gpool, free, mine, 0, min(new_len, seq_len)):
             s.stalled_steps = 0 if prefilled else s.stalled_steps + 1
             if s.stalled_steps > rules.period:
                 return False  # it cannot fit before the first finish (sustained.py's docstring)
