@@ -172,8 +172,12 @@ class BlockPool:
                 free.append(block_id)
             ref_cnt[block_id] = ref + 1
         if free:
-            self._queue.remove_many(free)
-            self.num_in_use_by_group[group_id] += len(free)
+            self._take_from_queue(free, group_id)
+
+    def _take_from_queue(self, block_ids: list[int], group_id: int) -> None:
+        """Free blocks a hit takes back: out of the free queue, into group `group_id`'s use."""
+        self._queue.remove_many(block_ids)
+        self.num_in_use_by_group[group_id] += len(block_ids)
 
     def release_blocks(self, block_ids: Sequence[int], group_id: int | None = None) -> None:
         """Drop one reference per block, as one batch (vLLM's free_blocks), in eviction priority

@@ -197,25 +197,13 @@ class LanePool(BlockPool):
         self.num_evictions += freed
         self._loose += freed
 
-    def touch(self, block_ids: Sequence[int], group_id: int) -> None:
-        """One more reference on each non-null entry of lane `group_id` (cache hits); free ones
-        leave the queue."""
-        ref_cnt, block_group = self.ref_cnt, self.block_group
-        free: list[int] = []
-        for entry in block_ids:
-            if entry == NULL_BLOCK_ID:
-                continue
-            assert block_group[entry] == group_id, (
-                f"entry {entry} of lane {block_group[entry]} touched for lane {group_id}")
-            ref = ref_cnt[entry]
-            if ref == 0:
-                free.append(entry)
-            ref_cnt[entry] = ref + 1
-        if free:
-            self._unqueue(free)
-            in_use = self.num_in_use_by_group
-            for gid in self.lanes[group_id]:
-                in_use[gid] += len(free)
+    def _take_from_queue(self, block_ids: list[int], group_id: int) -> None:
+        """BlockPool.touch's free entries of lane `group_id`: out of the queue (weights kept), into
+        the use of every group of the lane."""
+        self._unqueue(block_ids)
+        in_use = self.num_in_use_by_group
+        for gid in self.lanes[group_id]:
+            in_use[gid] += len(block_ids)
 
     def _unqueue(self, entries: Sequence[int]) -> None:
         """Take queued entries out of the free queue, keeping the weights."""
